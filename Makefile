@@ -1,0 +1,35 @@
+# `make demo` and `make test` work on a fresh machine with Python 3.11: each creates .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+EXAMPLE := stacks/gpustack.yaml
+
+.PHONY: demo test golden bench clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpustack needs Python 3.11 or newer (set PYTHON=...)")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# The CLI alone: no Pulumi SDKs.
+$(VENV)/.installed-cli: $(BIN)/python pyproject.toml setup.py
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e .
+	@touch $@
+
+# Everything the tests need: the provider SDKs, pytest, hypothesis, kubernetes-validate.
+$(VENV)/.installed-test: $(BIN)/python pyproject.toml setup.py
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e ".[test]"
+	@touch $@ $(VENV)/.installed-cli
+
+demo: $(VENV)/.installed-cli
+	$(BIN)/gpustack plan $(EXAMPLE)
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+# Rewrite every golden file from the current code; review the diff before committing it.
+golden: $(VENV)/.installed-test
+	GPUSTACK_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q -m golden
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,5 @@
+import sys
+
+from gpustack.cli import main
+
+sys.exit(main())

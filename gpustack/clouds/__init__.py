@@ -1,0 +1,82 @@
+"""The registry of clouds: the one list of clouds gpustack knows.
+
+Adding a cloud
+--------------
+1. Write `gpustack/clouds/<name>.py` with a `Cloud` subclass registered by the decorator::
+
+       @CLOUDS.register
+       class Lambda(Cloud):
+           name = "lambda"
+           aliases = ("lambdalabs",)
+           display_name = "Lambda"
+           backend = "gpustack.backends.lambda_cloud"
+           settings = (Setting("project", True, "string", "the project the pools belong to"),)
+           # Node-pool names: at most 40 characters ... <doc URL>
+           pool_names = NameRule(40, r"[a-z][a-z0-9-]*", "-", "<doc URL>")
+           unsupported = {Feature.SPOT: "Lambda sells no spot capacity"}
+
+   Modules in this package are discovered, so nothing else lists the cloud.
+2. Add its instance types to `gpustack/catalog/data/instances.csv`, with their source.
+3. Write the backend module (`Backend` in `gpustack/backends/base.py`) and a golden test case.
+   `tests/test_clouds_registry.py` fails until every registered cloud has all of these.
+
+Shared code asks the cloud object for facts (`cloud.pool_names`, `cloud.supports(...)`); it never
+compares a cloud's name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterator
+
+from gpustack.clouds.base import Cloud, Feature, NameRule, Setting
+from gpustack.errors import did_you_mean
+
+__all__ = ["CLOUDS", "Cloud", "Feature", "NameRule", "Setting"]
+
+
+class CloudRegistry:
+    def __init__(self) -> None:
+        self._clouds: dict[str, Cloud] = {}
+        self._aliases: dict[str, str] = {}
+        self._loaded = False
+
+    def register(self, cls: type[Cloud]) -> type[Cloud]:
+        for key in (cls.name, *cls.aliases):
+            if key in self._clouds or key in self._aliases:
+                raise ValueError(f"cloud {key!r} is already registered")
+        self._clouds[cls.name] = cls()
+        for alias in cls.aliases:
+            self._aliases[alias] = cls.name
+        return cls
+
+    def _load(self) -> None:
+        if not self._loaded:
+            self._loaded = True
+            for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+                if module != "base" and not module.startswith("_"):
+                    importlib.import_module(f"{__name__}.{module}")
+
+    def names(self) -> tuple[str, ...]:
+        self._load()
+        return tuple(sorted(self._clouds))
+
+    def aliases(self) -> dict[str, str]:
+        self._load()
+        return dict(sorted(self._aliases.items()))
+
+    def get(self, name: str) -> Cloud:
+        self._load()
+        canonical = self._aliases.get(name, name)
+        if canonical not in self._clouds:
+            raise KeyError(f"{name!r} is not a cloud{did_you_mean(name, self._clouds)}; "
+                           f"known: {', '.join(self.names())}")
+        return self._clouds[canonical]
+
+    def __iter__(self) -> Iterator[Cloud]:
+        self._load()
+        return iter(self._clouds[name] for name in sorted(self._clouds))
+
+
+CLOUDS = CloudRegistry()

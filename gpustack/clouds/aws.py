@@ -1,0 +1,32 @@
+"""Amazon EKS: managed node groups."""
+
+from __future__ import annotations
+
+from gpustack.clouds import CLOUDS
+from gpustack.clouds.base import Cloud, NameRule, Setting
+
+
+@CLOUDS.register
+class EKS(Cloud):
+    name = "aws"
+    aliases = ("eks",)
+    display_name = "EKS"
+    backend = "gpustack.backends.aws"
+    settings = (
+        Setting("subnet_ids", True, "strings", "subnets the node groups launch into",
+                r"^subnet-[0-9a-z]+$", "an EC2 subnet id such as 'subnet-0a1b2c3d'"),
+        Setting("node_role_arn", False, "string",
+                "IAM role of the nodes; gpustack creates one with the standard EKS worker policies when absent",
+                r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$", "an IAM role ARN such as 'arn:aws:iam::123456789012:role/eks-nodes'"),
+    )
+    # EKS cluster names: 1-100 characters, letters, digits, '-' and '_', starting with a letter or digit
+    # (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html).
+    cluster_rule = (r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$", "an EKS cluster name (letters, digits, '-', '_'; at most 100)")
+    # Node group names: at most 63 characters, first a letter or digit, then letters, digits, '-' and
+    # '_' (docstring of aws.eks.NodeGroup.node_group_name, pulumi-aws 7.51.1).
+    pool_names = NameRule(63, r"[0-9A-Za-z][A-Za-z0-9\-_]{0,62}", "-",
+                          "https://www.pulumi.com/registry/packages/aws/api-docs/eks/nodegroup/")
+    # Managed node groups label nodes with their capacity type; EKS adds no spot taint, so
+    # gpustack declares one on spot pools (secondary sources, see docs/clouds.md).
+    spot_node_label = ("eks.amazonaws.com/capacityType", "SPOT")
+    spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")

@@ -1,0 +1,117 @@
+"""What every cloud module declares: its facts, its limits and its capability gaps, as data.
+
+A cloud module holds no provider SDK import: the facts here are read while a spec is validated and
+planned. The Pulumi side of a cloud lives in the module named by `Cloud.backend`, imported only by
+the Pulumi program.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import ClassVar
+
+
+class Feature(enum.Enum):
+    """Things a plan may need that a cloud may lack; gaps are reported when a spec is validated."""
+
+    MIG_MIXED_LAYOUTS = "different MIG profiles on the GPUs of one node pool"
+    NATIVE_SCHEDULE = "scaling a node pool on a timetable with a cloud resource"
+    SPOT = "spot / preemptible capacity"
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One key of a target's `settings` for this cloud."""
+
+    name: str
+    required: bool
+    kind: str  # "string" | "strings" (a non-empty list of strings)
+    help: str
+    pattern: str | None = None  # regex each string must match
+    rule: str = ""  # the pattern in words, for messages
+
+
+@dataclasses.dataclass(frozen=True)
+class NameRule:
+    """A cloud's limit on node-pool names, with the source that states it."""
+
+    max_len: int
+    pattern: str  # full-match regex
+    punctuation: str  # characters allowed besides a-z and 0-9 in generated names: "-" or ""
+    source: str
+
+    def fits(self, name: str) -> bool:
+        return len(name) <= self.max_len and re.fullmatch(self.pattern, name) is not None
+
+    def make(self, identity: str, readable: str, compact: str = "") -> str:
+        """A valid, stable name: `readable` when it fits, else a shortened form with a hash of `identity`.
+
+        The hash is of the full identity (not of the shortened text), so two long names that share a
+        prefix, or differ only in case or punctuation, still get different names. Under 20
+        characters the `compact` form (when given) leads the name, as it says more in fewer letters.
+        """
+        sep = self.punctuation[:1]
+        clean = re.sub(f"[^a-z0-9{re.escape(self.punctuation)}]+", sep, readable.lower()).strip("-_")
+        if self.fits(clean) and clean == readable:
+            return clean
+        short = self.max_len < 20
+        if short and compact:
+            clean = re.sub(f"[^a-z0-9{re.escape(self.punctuation)}]+", sep, compact.lower()).strip("-_")
+        digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[: 6 if short else 8]
+        head = clean[: self.max_len - len(digest) - len(sep)].rstrip("-_")
+        if not head or not head[0].isalpha():
+            head = ("p" + head)[: self.max_len - len(digest) - len(sep)]
+        name = f"{head}{sep}{digest}"
+        assert self.fits(name), (name, self)
+        return name
+
+
+class Cloud:
+    """Base class of a cloud: facts as class attributes, each next to its source.
+
+    Subclasses register with `@CLOUDS.register(...)` (see `gpustack.clouds`).
+    """
+
+    name: ClassVar[str]  # canonical name used in plans: aws, azure, gcp, oci
+    aliases: ClassVar[tuple[str, ...]] = ()
+    display_name: ClassVar[str]  # e.g. "EKS"
+    backend: ClassVar[str]  # module with the Pulumi resources of this cloud
+    settings: ClassVar[tuple[Setting, ...]] = ()
+    cluster_rule: ClassVar[tuple[str, str]] = (r".+", "a cluster name")  # (regex, in words)
+    pool_names: ClassVar[NameRule]
+    unsupported: ClassVar[Mapping[Feature, str]] = {}
+    # Labels and taints the cloud puts on spot nodes by itself; pools declare the taint too so the
+    # declared state matches what the nodes carry.
+    spot_node_label: ClassVar[tuple[str, str] | None] = None
+    spot_taint: ClassVar[tuple[str, str, str] | None] = None  # (key, value, effect)
+    # Time-sliced clients per GPU the cloud's own sharing knob allows (None: no native knob).
+    max_shared_clients_per_gpu: ClassVar[int | None] = None
+    # Sharing modes the node pool itself configures (no NVIDIA device-plugin config needed).
+    native_sharing: ClassVar[frozenset[str]] = frozenset()
+    # The node pool creates MIG partitions itself (no mig-parted config needed).
+    native_mig_partitioning: ClassVar[bool] = False
+    # A setting a target needs once it has a reserved pool: (name, why).
+    reservation_needs: ClassVar[tuple[str, str] | None] = None
+
+    def supports(self, feature: Feature) -> bool:
+        return feature not in self.unsupported
+
+    def mig_profiles(self, gpu: str, mig_profiles: tuple[str, ...]) -> tuple[str, ...]:
+        """The MIG profiles of `gpu` this cloud can create natively (default: all of them)."""
+        del gpu  # same set for every GPU unless a cloud says otherwise
+        return mig_profiles
+
+    def spot_available(self, instance_type: str) -> str | None:
+        """None when `instance_type` can run as spot here, else the reason it cannot."""
+        del instance_type
+        if not self.supports(Feature.SPOT):
+            return self.unsupported[Feature.SPOT]
+        return None
+
+    def pool_name(self, plan_pool_name: str, compact: str = "") -> str:
+        """This cloud's name for a plan pool: the plan name when valid here, else shortened stably."""
+        return self.pool_names.make(plan_pool_name, plan_pool_name, compact)

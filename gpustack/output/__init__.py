@@ -1,0 +1,1 @@
+"""Renderings of a plan for people: a terminal table and a Markdown report."""

@@ -1,0 +1,89 @@
+"""What one replica of a workload needs from a GPU, once its sharing mode is decided.
+
+Sharing, by what the workload asks and what its GPU and cloud can do:
+- whole GPUs (`gpus: N`, or no size form): sharing none;
+- `mig: <profile>`, or inference with `gpu_memory` / `gpu_fraction` on a MIG GPU: a MIG instance,
+  the smallest profile the cloud can create that holds the request;
+- otherwise time-slicing (or MPS when asked): R = floor(1 / share) clients per GPU, where share is
+  `gpu_fraction` or `gpu_memory` / GPU memory.
+
+What time-slicing can promise: a pod gets one of the R replicas of a GPU, so when all R clients are
+busy each gets 1/R of the GPU's time, with no memory isolation. A share is therefore rounded down
+to 1/R: a 0.3 share is planned as 1/3, a 0.45 share as 1/2. NVIDIA's device plugin needs R >= 2, so
+a share above 1/2 cannot be time-sliced and gets a whole GPU. Replicas with different R never share
+a pool (R is part of the pool's identity), so adding a workload never changes another pool's R.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from gpustack.catalog import GpuModel
+from gpustack.catalog.mig import Profile
+from gpustack.clouds import Cloud
+from gpustack.spec.model import Workload
+
+
+@dataclasses.dataclass(frozen=True)
+class Ask:
+    mode: str  # none | time-slicing | mps | mig
+    gpus: int  # whole GPUs per replica (mode none), else 1
+    shares_per_gpu: int  # R for time-slicing / mps, else 1
+    profile: Profile | None  # mig
+    requested_share: float  # GPUs per replica as asked
+    planned_share: float  # GPUs per replica as planned: whole GPUs, 1/R, or the profile's compute slices
+    cpu: float
+    memory_gib: float
+    note: str | None = None  # a rounding the user should know about
+
+
+class AskError(Exception):
+    """The workload asks for something this cloud cannot give (a capability gap)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
+    cpu = workload.cpu or 0.0
+    memory = workload.memory_gib or 0.0
+    if not workload.fractional:
+        return Ask("none", workload.gpus, 1, None, float(workload.gpus), float(workload.gpus), cpu, memory)
+    share = workload.gpu_fraction if workload.gpu_fraction is not None else (
+        (workload.gpu_memory_gib or 0.0) / gpu.memory_gib if workload.gpu_memory_gib is not None else None)
+    mode = workload.sharing or ("mig" if workload.mig or (workload.kind == "inference" and gpu.mig) else
+                                "time-slicing")
+    if mode == "mig":
+        assert gpu.mig is not None  # the spec check guarantees a MIG GPU here
+        available = cloud.mig_profiles(gpu.name, gpu.mig.profile_names)
+        if workload.mig:
+            profile = gpu.mig.profile(workload.mig)
+            if workload.mig not in available:
+                raise AskError("mig", f"{cloud.display_name} cannot create {workload.mig} partitions on {gpu.name}; "
+                                      f"it offers: {', '.join(available) or 'none'}")
+        else:
+            profile = gpu.mig.smallest_holding(memory_gib=workload.gpu_memory_gib or 0.0,
+                                               compute_fraction=workload.gpu_fraction or 0.0, allowed=available)
+            if profile is None:
+                raise AskError("gpu_memory" if workload.gpu_memory_gib else "gpu_fraction",
+                               f"no MIG profile {cloud.display_name} offers on {gpu.name} holds this share; "
+                               f"profiles: {', '.join(available)}")
+        assert profile is not None
+        slices = profile.compute / gpu.mig.compute_slices
+        return Ask("mig", 1, 1, profile, slices if share is None else share, slices, cpu, memory)
+    assert share is not None
+    clients = math.floor(1 / share + 1e-9)
+    cap = cloud.max_shared_clients_per_gpu
+    note = None
+    if cap is not None and clients > cap:
+        note = f"{cloud.display_name} shares a GPU among at most {cap} clients: each replica gets 1/{cap}"
+        clients = cap
+    if clients < 2:
+        return Ask("none", 1, 1, None, share, 1.0, cpu, memory,
+                   note=f"a share of {share:.2f} is more than half a GPU: {mode} needs at least 2 clients per "
+                        "GPU, so each replica gets a whole GPU")
+    if abs(1 / clients - share) > 1e-6 and note is None:
+        note = f"a share of {share:.3g} is planned as 1/{clients} of a GPU ({mode} gives equal shares)"
+    return Ask(mode, 1, clients, None, share, 1 / clients, cpu, memory, note=note)

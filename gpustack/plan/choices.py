@@ -1,0 +1,129 @@
+"""Per-workload decisions: which capacity types carry its replicas, and on which instance type.
+
+Both decisions depend on the workload alone (never on the other workloads of the spec), so adding
+or reordering workloads never moves an existing workload to another pool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpustack.catalog import GpuModel, InstanceType
+from gpustack.clouds import Cloud
+from gpustack.plan.asks import Ask
+from gpustack.plan.nodes import allocatable
+from gpustack.plan.prices import PriceBook
+from gpustack.spec.model import Workload
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """Some of a workload's replicas on one capacity type."""
+
+    capacity: str  # spot | on-demand | reserved
+    role: str  # main | floor | burst | fallback
+    replicas: int  # at peak
+    min_replicas: int  # always running
+    why: str
+
+
+def capacity_parts(workload: Workload) -> tuple[list[Part], list[str]]:
+    """The capacity split of a workload, and warnings about it (product.md "What the compiler decides")."""
+    warnings: list[str] = []
+    low, high = workload.replicas.min, workload.replicas.max
+    override = workload.capacity
+    match workload.kind:
+        case "training":
+            if override:
+                return [Part(override, "floor" if override == "reserved" else "main", high,
+                             high if override == "reserved" else 0, f"capacity: {override} in the spec")], warnings
+            if workload.checkpointing:
+                return [Part("spot", "main", high, 0, "checkpointed training runs on spot")], warnings
+            warnings.append(f"training {workload.name!r} has no checkpointing: kept on on-demand (set "
+                            "checkpointing: true to run it on spot)")
+            return [Part("on-demand", "main", high, 0, "training without checkpointing stays on on-demand")], warnings
+        case "fine-tuning":
+            if override:
+                return [Part(override, "floor" if override == "reserved" else "main", high,
+                             high if override == "reserved" else 0, f"capacity: {override} in the spec")], warnings
+            if workload.checkpointing:
+                return [Part("spot", "main", high, 0, "checkpointed fine-tuning runs on spot, scaled to zero between runs"),
+                        Part("on-demand", "fallback", high, 0,
+                             "on-demand fallback when spot capacity is short")], warnings
+            warnings.append(f"fine-tuning {workload.name!r} has no checkpointing: kept on on-demand (set "
+                            "checkpointing: true to run it on spot with an on-demand fallback)")
+            return [Part("on-demand", "main", high, 0, "fine-tuning without checkpointing stays on on-demand")], warnings
+        case "inference":
+            if override == "reserved":
+                return [Part("reserved", "floor", high, high, "capacity: reserved in the spec")], warnings
+            if override in ("on-demand", "spot"):
+                return [Part(override, "burst", high, low, f"capacity: {override} in the spec")], warnings
+            parts = []
+            if low:
+                parts.append(Part("reserved", "floor", low, low, f"steady floor of {low} replicas on reserved capacity"))
+            if high > low:
+                parts.append(Part("on-demand", "burst", high - low, 0,
+                                  f"burst of up to {high - low} replicas on on-demand, scaled in when idle"))
+            return parts, warnings
+        case "notebook":
+            capacity = override or "on-demand"
+            why = f"capacity: {capacity} in the spec" if override else "notebooks run on on-demand"
+            return [Part(capacity, "floor" if capacity == "reserved" else "main", high,
+                         high if capacity == "reserved" else 0, why)], warnings
+    raise AssertionError(workload.kind)  # pragma: no cover
+
+
+def slots_per_node(row: InstanceType, ask: Ask) -> int:
+    """How many replicas of `ask` one node of `row` holds in every dimension: GPU, CPU, memory."""
+    if ask.mode == "mig":
+        assert ask.profile is not None
+        slots = row.gpus * ask.profile.shape.max_count
+    elif ask.mode in ("time-slicing", "mps"):
+        slots = row.gpus * ask.shares_per_gpu
+    else:
+        slots = row.gpus // ask.gpus
+    cpu, memory = allocatable(row.vcpus, row.memory_gib)
+    if ask.cpu:
+        slots = min(slots, int((cpu + 1e-9) // ask.cpu))
+    if ask.memory_gib:
+        slots = min(slots, int((memory + 1e-9) // ask.memory_gib))
+    return max(slots, 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    row: InstanceType
+    capacity: str
+    usd_per_replica_hour: float
+    fallback_reason: str | None  # why spot was not possible, when it was asked for
+
+
+def choose_instance(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, replicas: int, capacity: str,
+                    cloud: Cloud, prices: PriceBook) -> Choice | None:
+    """The instance type that carries the workload's peak `replicas` for the least money.
+
+    Cost = nodes needed x price for this capacity type, so a handful of replicas is not put on an
+    8-GPU machine whose price per replica only looks low when it is full. Ties go to the lower price
+    per replica, then to the node with fewer GPUs (a smaller failure domain), then to the name. Spot
+    asks fall back to on-demand when the cloud cannot run any fitting type as spot.
+    """
+    fitting = [(row, slots) for row in rows if row.gpu == gpu.name and (slots := slots_per_node(row, ask)) > 0]
+    if not fitting:
+        return None
+    reason = None
+    if capacity == "spot":
+        spot_ok = [(row, slots) for row, slots in fitting if cloud.spot_available(row.name) is None]
+        if not spot_ok:
+            reason = cloud.spot_available(fitting[0][0].name)
+            capacity = "on-demand"
+        else:
+            fitting = spot_ok
+    def cost(row_slots: tuple[InstanceType, int]) -> tuple[float, float, int, str]:
+        row, slots = row_slots
+        hourly = prices.for_capacity(row, capacity).usd_per_node_hour
+        nodes = -(-max(replicas, 1) // slots)
+        return (round(nodes * hourly, 6), hourly / slots, row.gpus, row.name)
+
+    best = min(fitting, key=cost)
+    row, slots = best
+    return Choice(row, capacity, prices.for_capacity(row, capacity).usd_per_node_hour / slots, reason)

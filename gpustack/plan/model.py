@@ -1,0 +1,282 @@
+"""The plan: an immutable, deterministic tree of values. Everything downstream only renders it.
+
+`to_json()` gives the JSON contract of README "The plan as JSON"; fields beyond the contract are
+additions, never renames.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+Pairs = tuple[tuple[str, str], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # Kubernetes spelling: NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclasses.dataclass(frozen=True)
+class MigGroup:
+    """GPUs of one node that share a layout (profile -> instances per GPU)."""
+
+    layout: tuple[tuple[str, int], ...]
+    gpus: int  # GPUs per node with this layout
+
+
+@dataclasses.dataclass(frozen=True)
+class Sharing:
+    mode: str  # none | time-slicing | mps | mig
+    replicas: int | None = None  # time-slicing / mps: clients per GPU
+    mig: tuple[MigGroup, ...] = ()  # per node: the layout of each GPU, grouped
+    config: str | None = None  # name of the NVIDIA device-plugin / mig-parted config of this pool
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleWindow:
+    days: str
+    hours: str
+    timezone: str
+    weekdays: tuple[int, ...]
+    start_minute: int
+    end_minute: int
+    active_hours_per_week: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Price:
+    usd_per_node_hour: float
+    source: str  # where the figure came from, for people
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """How many replicas of a workload a pool holds, and each replica's share of a GPU."""
+
+    workload: str
+    replicas: int
+    gpu_share: float  # GPUs per replica as planned (whole GPUs, 1/R, or the MIG profile's slices)
+    requested_share: float  # GPUs per replica as asked (fraction, memory share, profile, or whole)
+    profile: str | None = None  # MIG profile
+    cpu: float | None = None
+    memory_gib: float | None = None
+    hours_per_month: float = 730.0
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolGpus:
+    required: int  # GPUs holding at least one replica at peak
+    lower_bound: int  # fewest GPUs any packing of these replicas could use, as shared
+    provisioned: int  # nodes x GPUs per node at peak
+
+
+@dataclasses.dataclass(frozen=True)
+class Pool:
+    name: str  # cloud-neutral pool name; also the value of gpustack.dev/pool
+    cloud_name: str  # the node-pool name on this target's cloud (valid there, stable)
+    kind: str
+    role: str  # main | floor | burst | fallback
+    capacity: str  # spot | on-demand | reserved
+    instance_type: str
+    gpu: str
+    gpus_per_node: int
+    vcpus_per_node: float
+    memory_gib_per_node: float
+    min_nodes: int
+    max_nodes: int
+    reserved_nodes: int  # nodes covered by a capacity reservation
+    sharing: Sharing
+    schedule: ScheduleWindow | None
+    workloads: tuple[str, ...]
+    placements: tuple[Placement, ...]
+    namespaces: tuple[str, ...]
+    labels: Pairs  # node labels
+    taints: tuple[Taint, ...]
+    price: Price
+    hours_per_month: float  # node-hours per node per month, as billed in the estimate
+    monthly_cost_usd: float
+    gpus: PoolGpus
+    reason: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Warning:
+    code: str
+    message: str
+    target: str | None = None
+    workload: str | None = None
+    pool: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuCounts:
+    baseline: int
+    lower_bound: int
+    required: int
+    provisioned: int
+    requested: float  # GPUs the replicas ask for (sum of fractions), before rounding to shares
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    step: str  # sharing | spot | commitments | schedules
+    monthly_usd: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Cost:
+    baseline_monthly_usd: float
+    planned_monthly_usd: float
+    savings_pct: float
+    breakdown: tuple[Step, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadCost:
+    workload: str
+    kind: str
+    monthly_usd: float
+    baseline_monthly_usd: float
+    usd_per_run: float | None
+    usd_per_1k_requests: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetPlan:
+    name: str
+    cloud: str
+    region: str
+    cluster: str
+    settings: tuple[tuple[str, object], ...]
+    pools: tuple[Pool, ...]
+    gpus: GpuCounts
+    cost: Cost
+    workloads: tuple[WorkloadCost, ...]
+    warnings: tuple[Warning, ...]
+    notes: tuple[str, ...]
+    prices_as_of: str
+    commitment_discount: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    version: int
+    name: str
+    labels: Pairs
+    targets: tuple[TargetPlan, ...]
+    warnings: tuple[Warning, ...]
+
+    def target(self, name: str) -> TargetPlan:
+        for target in self.targets:
+            if target.name == name:
+                return target
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "name": self.name,
+            "labels": dict(self.labels),
+            "targets": [_target(t) for t in self.targets],
+            "warnings": [_warning(w) for w in self.warnings],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def money(value: float) -> float:
+    return round(value + 0.0, 2)
+
+
+def _warning(w: Warning) -> dict[str, Any]:
+    out: dict[str, Any] = {"code": w.code, "message": w.message}
+    for key in ("target", "workload", "pool"):
+        if getattr(w, key) is not None:
+            out[key] = getattr(w, key)
+    return out
+
+
+def _sharing(s: Sharing) -> dict[str, Any]:
+    out: dict[str, Any] = {"mode": s.mode}
+    if s.mode in ("time-slicing", "mps"):
+        out["replicas"] = s.replicas
+    if s.mode == "mig":
+        out["mig"] = [{"layout": dict(g.layout), "gpus": g.gpus} for g in s.mig]
+    if s.config:
+        out["config"] = s.config
+    return out
+
+
+def _schedule(s: ScheduleWindow | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {"days": s.days, "hours": s.hours, "timezone": s.timezone,
+            "active_hours_per_week": round(s.active_hours_per_week, 2)}
+
+
+def _pool(p: Pool) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "kind": p.kind,
+        "capacity": p.capacity,
+        "instance_type": p.instance_type,
+        "gpu": p.gpu,
+        "gpus_per_node": p.gpus_per_node,
+        "min_nodes": p.min_nodes,
+        "max_nodes": p.max_nodes,
+        "sharing": _sharing(p.sharing),
+        "schedule": _schedule(p.schedule),
+        "workloads": list(p.workloads),
+        "labels": dict(p.labels),
+        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in p.taints],
+        "monthly_cost_usd": money(p.monthly_cost_usd),
+        "cloud_name": p.cloud_name,
+        "role": p.role,
+        "reserved_nodes": p.reserved_nodes,
+        "vcpus_per_node": p.vcpus_per_node,
+        "memory_gib_per_node": p.memory_gib_per_node,
+        "price": {"usd_per_node_hour": p.price.usd_per_node_hour, "source": p.price.source},
+        "hours_per_month": round(p.hours_per_month, 2),
+        "gpus": {"required": p.gpus.required, "lower_bound": p.gpus.lower_bound,
+                 "provisioned": p.gpus.provisioned, "gap": p.gpus.required - p.gpus.lower_bound},
+        "replicas": {pl.workload: pl.replicas for pl in p.placements},
+        "namespaces": list(p.namespaces),
+        "reason": p.reason,
+        "notes": list(p.notes),
+    }
+
+
+def _target(t: TargetPlan) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "cloud": t.cloud,
+        "region": t.region,
+        "cluster": t.cluster,
+        "pools": [_pool(p) for p in t.pools],
+        "gpus": {"baseline": t.gpus.baseline, "lower_bound": t.gpus.lower_bound, "required": t.gpus.required,
+                 "provisioned": t.gpus.provisioned, "requested": round(t.gpus.requested, 3)},
+        "cost": {
+            "baseline_monthly_usd": money(t.cost.baseline_monthly_usd),
+            "planned_monthly_usd": money(t.cost.planned_monthly_usd),
+            "savings_pct": round(t.cost.savings_pct, 1),
+            "breakdown": [{"step": s.step, "monthly_usd": money(s.monthly_usd)} for s in t.cost.breakdown],
+            "prices_as_of": t.prices_as_of,
+            "commitment_discount": t.commitment_discount,
+        },
+        "unit_costs": [
+            {"workload": w.workload, "kind": w.kind, "monthly_usd": money(w.monthly_usd),
+             "baseline_monthly_usd": money(w.baseline_monthly_usd),
+             **({"usd_per_run": money(w.usd_per_run)} if w.usd_per_run is not None else {}),
+             **({"usd_per_1k_requests": round(w.usd_per_1k_requests, 4)}
+                if w.usd_per_1k_requests is not None else {})}
+            for w in t.workloads
+        ],
+        "warnings": [_warning(w) for w in t.warnings],
+        "notes": list(t.notes),
+    }

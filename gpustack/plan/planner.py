@@ -1,0 +1,207 @@
+"""spec -> plan: group each target's replicas into pools, pack them, and price them.
+
+A pool holds one workload kind, one GPU model, one capacity type, one sharing mode (with its
+clients per GPU, or its MIG profile where the cloud takes one profile per pool), one instance type
+and one schedule. These define the pool and its name, and each is decided per workload
+(`gpustack.plan.choices`), so a pool's name and instance type never depend on the other workloads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+from gpustack.catalog import Catalog, GpuModel, load_catalog
+from gpustack.clouds import CLOUDS, Cloud, Feature, NameRule
+from gpustack.errors import Problem, SpecError
+from gpustack.plan import cost as costing
+from gpustack.plan.asks import Ask, AskError, decide
+from gpustack.plan.choices import Part, capacity_parts, choose_instance
+from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
+from gpustack.plan.pools import Demand, PoolKey, build_pool
+from gpustack.plan.prices import PriceBook
+from gpustack.spec.model import Spec, Target, Workload
+from gpustack.spec.yamlsource import path_str
+
+HOURS_PER_MONTH = 730.0
+# Plan pool names double as label values (gpustack.dev/pool) and NVIDIA config names: DNS labels.
+_PLAN_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-", "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/")
+
+
+def build_plan(spec: Spec, catalog: Catalog | None = None) -> Plan:
+    """Plan every target of `spec`; raises SpecError for what only planning can find."""
+    catalog = catalog or load_catalog()
+    problems: list[Problem] = []
+    targets = []
+    for target in sorted(spec.targets, key=lambda t: t.name):
+        planned = _TargetPlanner(spec, target, catalog, problems).plan()
+        if planned is not None:
+            targets.append(planned)
+    if problems:
+        raise SpecError(sorted(set(problems), key=lambda p: (p.location.line if p.location else 0, p.path, p.message)))
+    warnings = tuple(w for t in targets for w in t.warnings)
+    return Plan(1, spec.name, spec.labels, tuple(targets), warnings)
+
+
+class _TargetPlanner:
+    def __init__(self, spec: Spec, target: Target, catalog: Catalog, problems: list[Problem]):
+        self.spec = spec
+        self.target = target
+        self.catalog = catalog
+        self.cloud: Cloud = CLOUDS.get(target.cloud)
+        self.rows = catalog.in_region(target.cloud, target.region)
+        self.prices = PriceBook.for_cloud(spec.pricing, catalog, target.cloud)
+        self.problems = problems
+        self.warnings: list[Warning] = []
+        self.notes: list[str] = []
+
+    def problem(self, workload: Workload | None, field: str, message: str, path: tuple = ()) -> None:
+        path = path or (("workloads", workload.index, field) if workload else ("targets", self.target.index))
+        self.problems.append(Problem(self.spec.source.where(path), path_str(path), message))
+
+    def warn(self, code: str, message: str, workload: str | None = None, pool: str | None = None) -> None:
+        self.warnings.append(Warning(code, message, self.target.name, workload, pool))
+
+    def plan(self) -> TargetPlan | None:
+        before = len(self.problems)
+        workloads = sorted((self.spec.workload(n) for n in self.target.workloads), key=lambda w: w.name)
+        if not workloads:
+            self.warn("no-workloads", f"target {self.target.name!r} has no workloads: nothing to plan")
+        demands: dict[PoolKey, list[Demand]] = defaultdict(list)
+        for workload in workloads:
+            for key, demand in self.demands_of(workload):
+                demands[key].append(demand)
+        if len(self.problems) > before:
+            return None
+        self.note_split_mig(demands)
+        pools: list[Pool] = []
+        for key in sorted(demands, key=lambda k: k.readable()):
+            pool = self.pool(key, demands[key])
+            if pool is not None:
+                pools.append(pool)
+        self.check_names(pools)
+        self.check_reservation_settings(pools)
+        if len(self.problems) > before:
+            return None
+        return costing.summarise(self.target, self.cloud, tuple(pools), workloads, self.rows, self.prices,
+                                 self.catalog, tuple(self.warnings), tuple(self.notes))
+
+    # -- per workload -------------------------------------------------------------------------
+    def demands_of(self, workload: Workload) -> list[tuple[PoolKey, Demand]]:
+        if workload.replicas.max == 0:
+            self.warn("zero-replicas", f"{workload.kind} {workload.name!r} has 0 replicas: no capacity planned",
+                      workload.name)
+            return []
+        gpu = self.catalog.gpu(workload.gpu)
+        assert gpu is not None
+        try:
+            ask = decide(workload, gpu, self.cloud)
+        except AskError as exc:
+            self.problem(workload, exc.field, str(exc))
+            return []
+        if ask.note:
+            self.warn("share-rounded", f"{workload.name!r}: {ask.note}", workload.name)
+        parts, warnings = capacity_parts(workload)
+        for message in warnings:
+            self.warn("no-checkpointing", message, workload.name)
+        out = []
+        main_on_demand = False
+        for part in parts:
+            if part.role == "fallback" and main_on_demand:
+                continue  # the main part already runs on on-demand: no fallback needed
+            choice = choose_instance(self.rows, gpu, ask, part.replicas, part.capacity, self.cloud,
+                                     self.prices)
+            if choice is None:
+                self.problem(workload, "gpus" if ask.mode == "none" else "gpu", self.no_fit_message(workload, gpu, ask))
+                return []
+            if choice.fallback_reason:
+                self.warn("spot-unavailable", f"{workload.name!r} asked for spot, but {choice.fallback_reason}: it "
+                                              "runs on on-demand", workload.name)
+                part = dataclasses.replace(part, capacity="on-demand", why=part.why + "; no spot for this shape")
+                main_on_demand = True
+            elif part.capacity == "spot" and self.prices.spot(choice.row) is None:
+                self.warn("no-spot-price", f"no spot price is known for {choice.row.name} in {self.target.region}: "
+                                           f"{workload.name!r} is estimated at the on-demand price (set "
+                                           "pricing.spot_discount or pricing.instances to refine it)", workload.name)
+            key = self.key(workload, gpu, ask, part, choice.row.name)
+            hours = self.hours(workload, part)
+            out.append((key, Demand(workload, ask, part, choice.row, hours)))
+        return out
+
+    def no_fit_message(self, workload: Workload, gpu: GpuModel, ask: Ask) -> str:
+        rows = [r for r in self.rows if r.gpu == gpu.name]
+        biggest = max(rows, key=lambda r: (r.gpus, r.vcpus, r.memory_gib))
+        want = [f"{ask.gpus} GPU(s)" if ask.mode == "none" else f"a {ask.mode} share"]
+        if ask.cpu:
+            want.append(f"{ask.cpu:g} CPU")
+        if ask.memory_gib:
+            want.append(f"{ask.memory_gib:g}Gi memory")
+        return (f"no {self.cloud.display_name} instance type in {self.target.region} with {gpu.name} holds one "
+                f"replica ({', '.join(want)}); the largest is {biggest.name} ({biggest.gpus} GPUs, "
+                f"{biggest.vcpus:g} vCPU, {biggest.memory_gib:g} GiB, less what the node keeps for itself)")
+
+    def key(self, workload: Workload, gpu: GpuModel, ask: Ask, part: Part, instance: str) -> PoolKey:
+        row = self.catalog.instance(self.target.cloud, self.target.region, instance)
+        assert row is not None
+        if ask.mode == "mig":
+            assert ask.profile is not None
+            one_profile = not self.cloud.supports(Feature.MIG_MIXED_LAYOUTS) or row.gpus == 1
+            sharing = f"mig-{ask.profile.name}" if one_profile else "mig"
+        elif ask.mode in ("time-slicing", "mps"):
+            sharing = f"{'ts' if ask.mode == 'time-slicing' else 'mps'}{ask.shares_per_gpu}"
+        else:
+            sharing = "whole"
+        schedule = workload.schedule
+        return PoolKey(workload.kind, gpu.name, sharing, part.capacity, part.role == "fallback", instance,
+                       (schedule.days, schedule.hours, schedule.timezone) if schedule else None)
+
+    @staticmethod
+    def hours(workload: Workload, part: Part) -> float:
+        if part.capacity == "reserved":
+            return HOURS_PER_MONTH  # a reservation is billed whether or not it is used
+        if workload.schedule is not None:
+            return workload.schedule.active_hours_per_week * HOURS_PER_MONTH / 168
+        return workload.hours_per_month or HOURS_PER_MONTH
+
+    # -- per pool -----------------------------------------------------------------------------
+    def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:
+        name = _PLAN_NAMES.make(key.readable(), key.readable())
+        try:
+            return build_pool(key, name, demands, self.spec, self.cloud, self.catalog, self.prices)
+        except ValueError as exc:
+            first = demands[0].workload
+            self.problem(first, "gpu", f"pool {name!r}: {exc}")
+            return None
+
+    def note_split_mig(self, demands: dict[PoolKey, list[Demand]]) -> None:
+        groups: dict[tuple, set[str]] = defaultdict(set)
+        for key in demands:
+            if key.sharing.startswith("mig-"):
+                groups[(key.kind, key.gpu, key.capacity, key.instance)].add(key.sharing[4:])
+        for (kind, gpu, capacity, instance), profiles in sorted(groups.items()):
+            if len(profiles) < 2:
+                continue
+            row = self.catalog.instance(self.target.cloud, self.target.region, instance)
+            why = (self.cloud.unsupported.get(Feature.MIG_MIXED_LAYOUTS)
+                   or f"{instance} has one GPU per node, and every node of a pool has the same MIG layout")
+            self.notes.append(f"{kind} MIG replicas on {gpu} ({capacity}, {instance}) are split into one pool per "
+                              f"profile ({', '.join(sorted(profiles))}): {why}.")
+            del row
+
+    def check_names(self, pools: list[Pool]) -> None:
+        seen: dict[str, str] = {}
+        for pool in pools:
+            if pool.cloud_name in seen:  # a hash collision: never expected, never silent
+                self.problem(None, "", f"pools {seen[pool.cloud_name]!r} and {pool.name!r} would share the "
+                                       f"{self.cloud.display_name} name {pool.cloud_name!r}")
+            seen[pool.cloud_name] = pool.name
+
+    def check_reservation_settings(self, pools: list[Pool]) -> None:
+        needs = self.cloud.reservation_needs
+        if needs is None or not any(p.reserved_nodes for p in pools):
+            return
+        setting, why = needs
+        if self.target.setting(setting) is None:
+            self.problem(None, "", f"this target plans a reserved pool; set settings.{setting}: {why}",
+                         path=("targets", self.target.index, "settings"))
+

@@ -1,0 +1,198 @@
+"""One pool: its identity, its packing, its labels and taints, its price."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections import Counter
+
+from gpustack.catalog import Catalog, InstanceType
+from gpustack.clouds import Cloud, Feature
+from gpustack.plan.asks import Ask
+from gpustack.plan.choices import Part
+from gpustack.plan.model import MigGroup, Placement, Pool, PoolGpus, ScheduleWindow, Sharing, Taint
+from gpustack.plan.nodes import allocatable
+from gpustack.plan.packing import DoesNotFit, Item, NodeShape, Packing, pack_mig, pack_shares
+from gpustack.plan.prices import PriceBook
+from gpustack.spec.model import Spec, Workload
+
+GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
+KIND_LABEL = "gpustack.dev/kind"
+POOL_LABEL = "gpustack.dev/pool"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+_CAPACITY_TAGS = {"spot": "spot", "on-demand": "ondemand", "reserved": "reserved"}
+_KIND_TAGS = {"training": "train", "fine-tuning": "tune", "inference": "infer", "notebook": "notebook"}
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolKey:
+    """What defines a pool; its name is derived from this and nothing else."""
+
+    kind: str
+    gpu: str
+    sharing: str  # whole | tsR | mpsR | mig | mig-<profile>
+    capacity: str
+    fallback: bool
+    instance: str
+    schedule: tuple[str, str, str] | None  # (days, hours, timezone)
+
+    def readable(self) -> str:
+        parts = [_KIND_TAGS[self.kind], self.gpu, "" if self.sharing == "whole" else self.sharing,
+                 "fallback" if self.fallback else _CAPACITY_TAGS[self.capacity], self.instance]
+        if self.schedule:
+            parts.append("w" + hashlib.sha256("|".join(self.schedule).encode()).hexdigest()[:6])
+        return "-".join(_slug(p) for p in parts if p)
+
+    def compact(self) -> str:
+        """A few letters for clouds with very short pool names: kind, capacity, GPU."""
+        capacity = "f" if self.fallback else self.capacity[0]
+        return f"{self.kind[0]}{capacity}{_slug(self.gpu).replace('-', '')}"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+@dataclasses.dataclass(frozen=True)
+class Demand:
+    workload: Workload
+    ask: Ask
+    part: Part
+    row: InstanceType
+    hours: float  # monthly hours a replica runs
+
+
+def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud: Cloud, catalog: Catalog,
+               prices: PriceBook) -> Pool:
+    row = demands[0].row
+    gpu = catalog.gpu(key.gpu)
+    assert gpu is not None
+    ask = demands[0].ask
+    cpu, memory = allocatable(row.vcpus, row.memory_gib)
+    node = NodeShape(row.gpus, cpu, memory, ask.shares_per_gpu)
+    peak = _pack(demands, node, gpu.mig, lambda d: d.part.replicas)
+    floor_demands = [d for d in demands if d.part.min_replicas]
+    floor = _pack(floor_demands, node, gpu.mig, lambda d: d.part.min_replicas) if floor_demands else None
+    nodes = peak.nodes
+    reserved = key.capacity == "reserved"
+    min_nodes = nodes if reserved else (floor.nodes if floor else 0)
+    price = prices.for_capacity(row, key.capacity)
+    node_hours = 0.0 if key.fallback else (nodes * 730.0 if reserved else peak.node_hours)
+    workloads = tuple(sorted({d.workload.name for d in demands}))
+    sharing = _sharing(key, name, ask, peak, cloud)
+    schedule = demands[0].workload.schedule
+    window = ScheduleWindow(schedule.days, schedule.hours, schedule.timezone, schedule.weekdays,
+                            schedule.start_minute, schedule.end_minute,
+                            schedule.active_hours_per_week) if schedule else None
+    notes = []
+    if window is not None and not cloud.supports(Feature.NATIVE_SCHEDULE):
+        notes.append(f"{cloud.unsupported[Feature.NATIVE_SCHEDULE]}.")
+    if key.fallback:
+        notes.append("Runs only when spot capacity is short, so it is not in the monthly estimate.")
+    empty_gpus = sum(1 for layout in peak.mig_layouts if not layout)
+    if empty_gpus and not cloud.native_mig_partitioning:
+        notes.append(f"{empty_gpus} of the {row.gpus} GPUs of each node stay unpartitioned (whole).")
+    return Pool(
+        name=name,
+        cloud_name=cloud.pool_name(name, key.compact()),
+        kind=key.kind,
+        role="fallback" if key.fallback else _role(demands),
+        capacity=key.capacity,
+        instance_type=row.name,
+        gpu=gpu.name,
+        gpus_per_node=row.gpus,
+        vcpus_per_node=row.vcpus,
+        memory_gib_per_node=row.memory_gib,
+        min_nodes=min_nodes,
+        max_nodes=nodes,
+        reserved_nodes=nodes if reserved else 0,
+        sharing=sharing,
+        schedule=window,
+        workloads=workloads,
+        placements=tuple(sorted(
+            (Placement(d.workload.name, d.part.replicas, d.ask.planned_share, d.ask.requested_share,
+                       d.ask.profile.name if d.ask.profile else None, d.workload.cpu, d.workload.memory_gib,
+                       d.hours) for d in demands), key=lambda p: p.workload)),
+        namespaces=tuple(sorted({d.workload.namespace for d in demands})),
+        labels=_labels(spec, key, name, demands, sharing, cloud),
+        taints=_taints(key, cloud),
+        price=price,
+        hours_per_month=node_hours / nodes if nodes else 0.0,
+        monthly_cost_usd=price.usd_per_node_hour * node_hours,
+        gpus=PoolGpus(peak.gpus_required, peak.lower_bound, nodes * row.gpus),
+        reason=_reason(key, demands, row, sharing),
+        notes=tuple(notes),
+    )
+
+
+def _pack(demands: list[Demand], node: NodeShape, mig, count) -> Packing:  # type: ignore[no-untyped-def]
+    items = [Item(d.workload.name, count(d), d.ask.gpus if d.ask.mode == "none" else 1, d.ask.cpu,
+                  d.ask.memory_gib, d.hours, d.ask.profile.name if d.ask.profile else None)
+             for d in demands if count(d)]
+    try:
+        if demands[0].ask.mode == "mig":
+            return pack_mig(items, node, mig)
+        return pack_shares(items, node)
+    except DoesNotFit as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _role(demands: list[Demand]) -> str:
+    roles = {d.part.role for d in demands}
+    return roles.pop() if len(roles) == 1 else "main"
+
+
+def _sharing(key: PoolKey, name: str, ask: Ask, packing: Packing, cloud: Cloud) -> Sharing:
+    if ask.mode == "none":
+        return Sharing("none")
+    needs_device_plugin = ask.mode not in cloud.native_sharing
+    needs_mig_parted = ask.mode == "mig" and not cloud.native_mig_partitioning
+    config = name if needs_device_plugin or needs_mig_parted else None
+    if ask.mode == "mig" and cloud.native_mig_partitioning:
+        # The cloud partitions every GPU of the pool with the one profile, to its maximum count.
+        assert ask.profile is not None
+        full = ((ask.profile.name, ask.profile.shape.max_count),)
+        return Sharing("mig", None, (MigGroup(full, len(packing.mig_layouts)),), config)
+    if ask.mode == "mig":
+        groups = Counter(layout for layout in packing.mig_layouts if layout)
+        mig = tuple(MigGroup(layout, count) for layout, count in
+                    sorted(groups.items(), key=lambda item: (-item[1], item[0])))
+        return Sharing("mig", None, mig, config)
+    return Sharing(ask.mode, ask.shares_per_gpu, (), config)
+
+
+def _labels(spec: Spec, key: PoolKey, name: str, demands: list[Demand], sharing: Sharing,
+            cloud: Cloud) -> tuple[tuple[str, str], ...]:
+    labels = dict(spec.labels)
+    common = None
+    for demand in demands:
+        mine = set(demand.workload.labels)
+        common = mine if common is None else common & mine
+    labels.update(dict(common or ()))
+    labels[KIND_LABEL] = key.kind
+    labels[POOL_LABEL] = name
+    if sharing.config and sharing.mode not in cloud.native_sharing:
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing.config
+    if sharing.config and sharing.mode == "mig" and not cloud.native_mig_partitioning:
+        labels[MIG_CONFIG_LABEL] = sharing.config
+    return tuple(sorted(labels.items()))
+
+
+def _taints(key: PoolKey, cloud: Cloud) -> tuple[Taint, ...]:
+    taints = [GPU_TAINT]
+    if key.capacity == "spot" and cloud.spot_taint:
+        taints.append(Taint(*cloud.spot_taint))
+    return tuple(taints)
+
+
+def _reason(key: PoolKey, demands: list[Demand], row: InstanceType, sharing: Sharing) -> str:
+    whys = sorted({d.part.why for d in demands})
+    how = {
+        "none": "whole GPUs",
+        "time-slicing": f"time-sliced, {sharing.replicas} clients per GPU",
+        "mps": f"MPS, {sharing.replicas} clients per GPU",
+        "mig": "MIG partitions packed by NVIDIA's placement rules",
+    }[sharing.mode]
+    return f"{'; '.join(whys)}; {how}; {row.name} is the cheapest {row.gpu} node per replica"

@@ -1,0 +1,441 @@
+"""Read a spec file into a checked `Spec`, or raise SpecError listing every problem with its place.
+
+Checks happen in two passes: the shape of each field (types, allowed values, units), then rules that
+span fields or consult the catalog and the clouds (unique names, one size form per workload, MIG
+profiles of the GPU, GPUs offered in the target's region, settings each cloud requires).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path as FilePath
+from typing import Any
+
+from gpustack.catalog import Catalog, load_catalog
+from gpustack.clouds import CLOUDS
+from gpustack.errors import Location, Problem, SpecError, did_you_mean, one_of, show
+from gpustack.spec import units
+from gpustack.spec.model import (
+    CAPACITIES, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES, InstancePrice, Pricing,
+    Replicas, Schedule, Spec, Target, Workload,
+)
+from gpustack.spec.reader import BAD, Reader
+from gpustack.spec.yamlsource import Document, Path, parse
+
+MAX_WORKLOADS = 20_000
+MAX_TARGETS = 64
+MAX_REPLICAS = 100_000
+MAX_GPUS_PER_REPLICA = 64
+HOURS_PER_MONTH = 730.0
+SPEC_NAME_MAX = 20
+MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html"
+
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+_RESERVED_LABEL_PREFIXES = ("gpustack.dev", "kubernetes.io", "k8s.io", "nvidia.com")
+
+TOP_KEYS = ("version", "name", "targets", "workloads")
+TOP_OPTIONAL = ("labels", "pricing")
+TARGET_KEYS = ("name", "cloud", "region", "cluster")
+TARGET_OPTIONAL = ("settings", "workloads")
+WORKLOAD_KEYS = ("name", "kind", "gpu")
+WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
+                     "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
+                     "sharing", "namespace")
+SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
+
+
+def load_spec(path: str | FilePath) -> Spec:
+    """Load and check the spec at `path`."""
+    file = str(path)
+    try:
+        raw = FilePath(path).read_bytes()
+    except FileNotFoundError:
+        raise SpecError([Problem(None, "", f"{file}: no such file")]) from None
+    except IsADirectoryError:
+        raise SpecError([Problem(None, "", f"{file}: is a directory, not a spec file")]) from None
+    except OSError as exc:
+        raise SpecError([Problem(None, "", f"{file}: cannot be read ({exc.strerror})")]) from None
+    return load_text(raw, file)
+
+
+def load_text(text: str | bytes, file: str = "<spec>") -> Spec:
+    doc = parse(text, file)
+    return _SpecReader(doc, load_catalog()).read()
+
+
+class _SpecReader(Reader):
+    def __init__(self, doc: Document, catalog: Catalog):
+        super().__init__(doc)
+        self.catalog = catalog
+
+    def read(self) -> Spec:
+        root = self.mapping((), self.doc.data, required=TOP_KEYS, optional=TOP_OPTIONAL, what="the spec")
+        if root is BAD:
+            raise SpecError(self.problems)
+        version = root.get("version", BAD)
+        if version is not BAD and version != 1:
+            self.problem(("version",), f"{show(version)} is not supported; this gpustack reads version 1")
+        name = self.dns_label(("name",), root["name"], max_len=SPEC_NAME_MAX) if "name" in root else BAD
+        labels = self.labels(("labels",), root.get("labels", {}))
+        pricing = self.pricing(("pricing",), root.get("pricing", {}))
+        workloads = self.workloads(root.get("workloads", BAD))
+        targets = self.targets(root.get("targets", BAD), workloads)
+        if self.problems:
+            raise SpecError(self.problems)
+        self.check_offered(targets, workloads)
+        if self.problems:
+            raise SpecError(self.problems)
+        return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc)
+
+    # -- labels -------------------------------------------------------------------------------
+    def labels(self, path: Path, value: Any) -> tuple[tuple[str, str], ...] | Any:
+        if not isinstance(value, dict):
+            return self.problem(path, "expected a mapping of label keys to values, e.g. {team: ml-platform}")
+        out = []
+        for key, val in value.items():
+            key_path = path + (key,)
+            prefix, _, label = key.rpartition("/")
+            if not _LABEL_NAME.match(label) or (prefix and not _LABEL_PREFIX.match(prefix)):
+                self.problem(key_path, f"{key!r} is not a valid label key: at most 63 letters, digits, '-', '_' "
+                                       "or '.', starting and ending with a letter or digit, with an optional "
+                                       "DNS prefix and '/'", at_key=True)
+                continue
+            if prefix and any(prefix == p or prefix.endswith("." + p) for p in _RESERVED_LABEL_PREFIXES):
+                self.problem(key_path, f"{key!r} uses the reserved prefix {prefix!r}; gpustack and Kubernetes own "
+                                       "it", at_key=True)
+                continue
+            if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+                self.problem(key_path, f"label values are strings, got {show(val)}")
+                continue
+            if not isinstance(val, str):
+                self.problem(key_path, f"label values are strings; quote it: {key}: \"{val}\"")
+                continue
+            if not _LABEL_VALUE.match(val):
+                self.problem(key_path, f"{show(val)} is not a valid label value: at most 63 letters, digits, '-', "
+                                       "'_' or '.', starting and ending with a letter or digit")
+                continue
+            out.append((key, val))
+        return tuple(sorted(out))
+
+    # -- pricing ------------------------------------------------------------------------------
+    def pricing(self, path: Path, value: Any) -> Pricing | Any:
+        value = self.mapping(path, value, optional=("commitment_discount", "spot_discount", "instances"))
+        if value is BAD:
+            return BAD
+        commitment = spot = None
+        if "commitment_discount" in value:
+            commitment = self.number(path + ("commitment_discount",), value["commitment_discount"],
+                                     minimum=0, maximum=1, exclusive_maximum=True)
+        if "spot_discount" in value:
+            spot = self.number(path + ("spot_discount",), value["spot_discount"], minimum=0, maximum=1,
+                               exclusive_maximum=True)
+        instances: list[tuple[str, InstancePrice]] = []
+        raw = value.get("instances", {})
+        if not isinstance(raw, dict):
+            self.problem(path + ("instances",), "expected a mapping of instance type to {on_demand, spot}")
+        else:
+            known = self.catalog.instance_names()
+            for name, prices in raw.items():
+                item = path + ("instances", name)
+                if name not in known:
+                    self.problem(item, f"{name!r} is not an instance type of the catalog{did_you_mean(name, known)};"
+                                       " prices can be overridden only for catalogued types", at_key=True)
+                    continue
+                prices = self.mapping(item, prices, optional=("on_demand", "spot"),
+                                      what="USD per node-hour: {on_demand: 1.0, spot: 0.4}")
+                if prices is BAD:
+                    continue
+                if not prices:
+                    self.problem(item, "give on_demand, spot or both (USD per node-hour)")
+                    continue
+                on_demand = (self.number(item + ("on_demand",), prices["on_demand"], minimum=0,
+                                         exclusive_minimum=True, maximum=10_000)
+                             if "on_demand" in prices else None)
+                spot_price = (self.number(item + ("spot",), prices["spot"], minimum=0, exclusive_minimum=True,
+                                          maximum=10_000)
+                              if "spot" in prices else None)
+                instances.append((name, InstancePrice(on_demand, spot_price)))
+        return Pricing(commitment, spot, tuple(sorted(instances, key=lambda item: item[0])))
+
+    # -- workloads ----------------------------------------------------------------------------
+    def workloads(self, value: Any) -> list[Workload]:
+        items = self.sequence(("workloads",), value, min_items=1, what="workload")
+        if items is BAD:
+            return []
+        if len(items) > MAX_WORKLOADS:
+            self.problem(("workloads",), f"{len(items):,} workloads; a spec may hold at most {MAX_WORKLOADS:,}")
+            return []
+        out = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items):
+            workload = self.workload(("workloads", i), item, i)
+            if workload is BAD:
+                continue
+            if workload.name in seen:
+                self.problem(("workloads", i, "name"), f"{workload.name!r} is used by workloads[{seen[workload.name]}]"
+                                                       " too; workload names must be unique")
+                continue
+            seen[workload.name] = i
+            out.append(workload)
+        return out
+
+    def workload(self, path: Path, value: Any, index: int) -> Workload | Any:
+        value = self.mapping(path, value, required=WORKLOAD_KEYS, optional=WORKLOAD_OPTIONAL, what="a workload")
+        if value is BAD or any(k not in value for k in WORKLOAD_KEYS):
+            return BAD
+        before = len(self.problems)
+        name = self.dns_label(path + ("name",), value["name"])
+        kind = self.choice(path + ("kind",), value["kind"], KINDS)
+        gpu = self.gpu(path + ("gpu",), value["gpu"])
+        field = {key: path + (key,) for key in WORKLOAD_OPTIONAL}
+        forms = [key for key in SIZE_FORMS if key in value]
+        if len(forms) > 1:
+            self.problem(field[forms[1]], f"give exactly one of {one_of(SIZE_FORMS)} per replica; "
+                                          f"this workload gives {' and '.join(forms)}")
+        if kind and kind not in SHAREABLE_KINDS:
+            for key in forms:
+                if key != "gpus":
+                    self.problem(field[key], f"{key} is for inference and notebook workloads; {kind} uses whole "
+                                             "GPUs: give gpus: N")
+        gpus = self.integer(field["gpus"], value["gpus"], minimum=1, maximum=MAX_GPUS_PER_REPLICA) \
+            if "gpus" in value else 1
+        gpu_memory = self.parsed(field["gpu_memory"], value["gpu_memory"], units.parse_memory_gib) \
+            if "gpu_memory" in value else None
+        gpu_fraction = None
+        if "gpu_fraction" in value:
+            gpu_fraction = self.number(field["gpu_fraction"], value["gpu_fraction"], minimum=0, exclusive_minimum=True)
+            if gpu_fraction and gpu_fraction > 1:
+                gpu_fraction = self.problem(field["gpu_fraction"], f"{gpu_fraction:g} is more than one GPU; a "
+                                            "fraction is at most 1 (use gpus: N for whole GPUs)")
+        mig = self.string(field["mig"], value["mig"]) if "mig" in value else None
+        if gpu and mig:
+            mig = self.mig_profile(field["mig"], gpu, mig)
+        if gpu and gpu_memory:
+            self.gpu_memory_fits(field["gpu_memory"], gpu, gpu_memory)
+        cpu = self.parsed(field["cpu"], value["cpu"], units.parse_cpu) if "cpu" in value else None
+        memory = self.parsed(field["memory"], value["memory"], units.parse_memory_gib) if "memory" in value else None
+        replicas = self.replicas(field["replicas"], value.get("replicas", 1), kind)
+        checkpointing = False
+        if "checkpointing" in value:
+            checkpointing = self.boolean(field["checkpointing"], value["checkpointing"])
+            if kind and kind not in JOB_KINDS:
+                self.problem(field["checkpointing"], f"checkpointing applies to training and fine-tuning, not {kind}")
+        schedule = None
+        if "schedule" in value:
+            schedule = self.schedule(field["schedule"], value["schedule"])
+            if kind and kind not in SCHEDULABLE_KINDS:
+                self.problem(field["schedule"], f"a schedule applies to {' and '.join(sorted(SCHEDULABLE_KINDS))} "
+                                                f"workloads, not {kind}")
+        hours = self.number(field["hours_per_month"], value["hours_per_month"], minimum=0, exclusive_minimum=True,
+                            maximum=HOURS_PER_MONTH) if "hours_per_month" in value else None
+        if hours and schedule:
+            self.problem(field["hours_per_month"], "give either a schedule or hours_per_month, not both")
+        runs = self.number(field["runs_per_month"], value["runs_per_month"], minimum=0, exclusive_minimum=True,
+                           maximum=1e6) if "runs_per_month" in value else None
+        if "runs_per_month" in value and kind and kind not in JOB_KINDS:
+            self.problem(field["runs_per_month"], f"runs_per_month is for training and fine-tuning, not {kind}")
+        requests = self.number(field["requests_per_hour"], value["requests_per_hour"], minimum=0,
+                               exclusive_minimum=True, maximum=1e12) if "requests_per_hour" in value else None
+        if "requests_per_hour" in value and kind and kind != "inference":
+            self.problem(field["requests_per_hour"], f"requests_per_hour is for inference, not {kind}")
+        labels = self.labels(field["labels"], value.get("labels", {}))
+        capacity = self.choice(field["capacity"], value["capacity"], CAPACITIES) if "capacity" in value else None
+        sharing = self.choice(field["sharing"], value["sharing"], SHARING_MODES) if "sharing" in value else None
+        if sharing and kind and gpu:
+            self.sharing_fits(field["sharing"], sharing, kind, gpu, forms, mig)
+        namespace = self.dns_label(field["namespace"], value["namespace"]) if "namespace" in value else "default"
+        if len(self.problems) > before:
+            return BAD
+        return Workload(
+            name=name, kind=kind, gpu=gpu.name, gpus=gpus, gpu_memory_gib=gpu_memory, mig=mig,
+            gpu_fraction=gpu_fraction, cpu=cpu, memory_gib=memory, replicas=replicas, checkpointing=checkpointing,
+            schedule=schedule, hours_per_month=hours, runs_per_month=runs, requests_per_hour=requests,
+            labels=labels, capacity=capacity, sharing=sharing, namespace=namespace, index=index,
+        )
+
+    def gpu(self, path: Path, value: Any) -> Any:
+        if not isinstance(value, str):
+            return self.problem(path, f"expected a GPU model name, got {show(value)}; known: "
+                                      f"{one_of(self.catalog.gpu_names)}")
+        model = self.catalog.gpu(value)
+        if model is not None:
+            return model
+        variants = [n for n in self.catalog.gpu_names if n.lower().startswith(value.lower() + "-")]
+        hint = (f" ({value} comes as {' or '.join(variants)}: say which)" if len(variants) > 1
+                else did_you_mean(value, self.catalog.gpu_names))
+        return self.problem(path, f"{show(value)} is not a GPU model of the catalog{hint}; known: "
+                                  f"{one_of(self.catalog.gpu_names)}")
+
+    def mig_profile(self, path: Path, gpu: Any, profile: str) -> Any:
+        if gpu.mig is None:
+            capable = [g.name for g in self.catalog.gpus.values() if g.mig]
+            return self.problem(path, f"{gpu.name} does not support MIG; MIG GPUs: {one_of(capable)}")
+        if gpu.mig.profile(profile) is None:
+            return self.problem(path, f"{profile!r} is not a MIG profile of {gpu.name}"
+                                      f"{did_you_mean(profile, gpu.mig.profile_names)}; valid: "
+                                      f"{one_of(gpu.mig.profile_names)}. See {MIG_GUIDE}")
+        return profile
+
+    def gpu_memory_fits(self, path: Path, gpu: Any, memory_gib: float) -> None:
+        if memory_gib > gpu.memory_gib + 1e-9:
+            self.problem(path, f"{memory_gib:g}Gi is more than a whole {gpu.name} holds ({gpu.memory_gib:g}Gi); use "
+                               "a larger GPU model or gpus: N")
+
+    def sharing_fits(self, path: Path, sharing: str, kind: str, gpu: Any, forms: list[str], mig: str | None) -> None:
+        fractional = any(f != "gpus" for f in forms)
+        if kind not in SHAREABLE_KINDS and sharing != "none":
+            self.problem(path, f"{kind} workloads use whole GPUs; sharing: {sharing} applies to inference and "
+                               "notebooks")
+        elif sharing == "mig" and gpu.mig is None:
+            capable = [g.name for g in self.catalog.gpus.values() if g.mig]
+            self.problem(path, f"{gpu.name} does not support MIG; MIG GPUs: {one_of(capable)}")
+        elif sharing in ("time-slicing", "mps") and mig:
+            self.problem(path, f"mig: {mig} asks for a MIG partition; sharing: {sharing} shares whole GPUs. "
+                               "Use gpu_fraction or gpu_memory with it")
+        elif sharing != "none" and not fractional:
+            self.problem(path, f"sharing: {sharing} needs a share per replica: give gpu_fraction, gpu_memory or mig")
+        elif sharing == "none" and fractional:
+            self.problem(path, "sharing: none gives each replica whole GPUs; remove it or use gpus: N")
+
+    def replicas(self, path: Path, value: Any, kind: Any) -> Replicas | Any:
+        if isinstance(value, dict):
+            value = self.mapping(path, value, required=("min", "max"), what="{min, max}")
+            if value is BAD or "min" not in value or "max" not in value:
+                return BAD
+            if kind and kind != "inference":
+                return self.problem(path, f"replicas: {{min, max}} is for inference (a steady floor and a peak); "
+                                          f"{kind} takes a whole number")
+            low = self.integer(path + ("min",), value["min"], minimum=0, maximum=MAX_REPLICAS)
+            high = self.integer(path + ("max",), value["max"], minimum=0, maximum=MAX_REPLICAS)
+            if low is BAD or high is BAD:
+                return BAD
+            if low > high:
+                return self.problem(path + ("min",), f"min ({low}) is more than max ({high})")
+            return Replicas(low, high)
+        count = self.integer(path, value, minimum=0, maximum=MAX_REPLICAS)
+        return BAD if count is BAD else Replicas(count, count)
+
+    def schedule(self, path: Path, value: Any) -> Schedule | Any:
+        value = self.mapping(path, value, required=("days", "hours", "timezone"),
+                             what='{days: Mon-Fri, hours: "08:00-18:00", timezone: Europe/Berlin}')
+        if value is BAD or any(k not in value for k in ("days", "hours", "timezone")):
+            return BAD
+        days = self.parsed(path + ("days",), value["days"], units.parse_days)
+        hours = self.parsed(path + ("hours",), value["hours"], units.parse_hours)
+        zone = self.parsed(path + ("timezone",), value["timezone"], units.parse_timezone)
+        if days is BAD or hours is BAD or zone is BAD:
+            return BAD
+        return Schedule(value["days"], value["hours"], zone, days, hours[0], hours[1])
+
+    # -- targets ------------------------------------------------------------------------------
+    def targets(self, value: Any, workloads: list[Workload]) -> list[Target]:
+        items = self.sequence(("targets",), value, min_items=1, what="target")
+        if items is BAD:
+            return []
+        if len(items) > MAX_TARGETS:
+            self.problem(("targets",), f"{len(items)} targets; a spec may hold at most {MAX_TARGETS}")
+            return []
+        names = [w.name for w in workloads]
+        out = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items):
+            target = self.target(("targets", i), item, i, names)
+            if target is BAD:
+                continue
+            if target.name in seen:
+                self.problem(("targets", i, "name"), f"{target.name!r} is used by targets[{seen[target.name]}] too; "
+                                                     "target names must be unique (one Pulumi stack each)")
+                continue
+            seen[target.name] = i
+            out.append(target)
+        return out
+
+    def target(self, path: Path, value: Any, index: int, workload_names: list[str]) -> Target | Any:
+        value = self.mapping(path, value, required=TARGET_KEYS, optional=TARGET_OPTIONAL, what="a target")
+        if value is BAD or any(k not in value for k in TARGET_KEYS):
+            return BAD
+        before = len(self.problems)
+        name = self.dns_label(path + ("name",), value["name"])
+        cloud_name = self.choice(path + ("cloud",), value["cloud"], CLOUDS.names(), CLOUDS.aliases())
+        cloud = CLOUDS.get(cloud_name) if cloud_name else None
+        region = self.string(path + ("region",), value["region"])
+        if cloud and region:
+            known = self.catalog.regions(cloud.name)
+            if region not in known:
+                region = self.problem(path + ("region",), f"{region!r} is not a {cloud.display_name} region of the "
+                                                          f"catalog{did_you_mean(region, known)}; catalogued: "
+                                                          f"{one_of(known)}")
+        cluster = self.string(path + ("cluster",), value["cluster"])
+        if cloud and cluster:
+            pattern, rule = cloud.cluster_rule
+            if not re.match(pattern, cluster):
+                self.problem(path + ("cluster",), f"{show(cluster)} is not {rule}")
+        settings = self.settings(path + ("settings",), value.get("settings", {}), cloud)
+        chosen = tuple(workload_names)
+        if "workloads" in value:
+            listed = self.sequence(path + ("workloads",), value["workloads"], min_items=0, what="workload name")
+            if listed is not BAD:
+                picked = []
+                for j, item in enumerate(listed):
+                    if not isinstance(item, str) or item not in workload_names:
+                        self.problem(path + ("workloads", j), f"{show(item)} is not a workload of this spec"
+                                                              f"{did_you_mean(item, workload_names)}")
+                    elif item in picked:
+                        self.problem(path + ("workloads", j), f"{item!r} is listed twice")
+                    else:
+                        picked.append(item)
+                chosen = tuple(n for n in workload_names if n in picked)
+        if len(self.problems) > before:
+            return BAD
+        return Target(name, cloud.name, region, cluster, settings, chosen, index)
+
+    def settings(self, path: Path, value: Any, cloud: Any) -> Any:
+        if cloud is None:
+            return BAD
+        specs = {s.name: s for s in cloud.settings}
+        value = self.mapping(path, value if value is not None else {},
+                             required=[s.name for s in cloud.settings if s.required],
+                             optional=[s.name for s in cloud.settings if not s.required],
+                             what=f"settings for {cloud.display_name}")
+        if value is BAD:
+            return BAD
+        out: list[tuple[str, object]] = []
+        for key, raw in value.items():
+            spec = specs[key]
+            item = path + (key,)
+            pattern = re.compile(spec.pattern) if spec.pattern else None
+            if spec.kind == "strings":
+                listed = self.sequence(item, raw, min_items=1, what=spec.rule or "string")
+                if listed is BAD:
+                    continue
+                strings = tuple(self.string(item + (j,), s, pattern=pattern, rule=spec.rule)
+                                for j, s in enumerate(listed))
+                if len(set(strings)) != len(strings):
+                    self.problem(item, "lists a value twice")
+                out.append((key, strings))
+            else:
+                out.append((key, self.string(item, raw, pattern=pattern, rule=spec.rule)))
+        return tuple(sorted(out))
+
+    # -- rules across targets and the catalog -------------------------------------------------
+    def check_offered(self, targets: list[Target], workloads: list[Workload]) -> None:
+        by_name = {w.name: w for w in workloads}
+        for target in targets:
+            cloud = CLOUDS.get(target.cloud)
+            here = {row.gpu for row in self.catalog.in_region(target.cloud, target.region)}
+            for name in target.workloads:
+                workload = by_name[name]
+                if workload.gpu in here:
+                    continue
+                offered = self.catalog.offering(workload.gpu)
+                where = "; ".join(f"{CLOUDS.get(c).display_name} {', '.join(r)}" for c, r in offered.items())
+                self.problems.append(Problem(
+                    self.doc.where(("workloads", workload.index, "gpu")), f"workloads[{workload.index}].gpu",
+                    f"{workload.gpu} is not offered by {cloud.display_name} in {target.region} (target "
+                    f"{target.name!r}); the catalog has it in: {where or 'no region'}"))
+
+
+def location_of(spec: Spec, path: Path) -> Location | None:
+    return spec.source.where(path)

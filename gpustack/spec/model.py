@@ -1,0 +1,138 @@
+"""The spec, version 1, as immutable values (the user contract of README "The spec").
+
+These are the checked, normalised form of the YAML: memory in GiB, CPU in cores, the cloud alias
+resolved, `replicas` always a (min, max) pair. Mappings are stored as sorted tuples so two specs
+that differ only in key order are equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from gpustack.spec.yamlsource import Document
+
+Kind = Literal["training", "fine-tuning", "inference", "notebook"]
+Capacity = Literal["spot", "on-demand", "reserved"]
+SharingMode = Literal["none", "time-slicing", "mps", "mig"]
+
+KINDS: tuple[Kind, ...] = ("training", "fine-tuning", "inference", "notebook")
+CAPACITIES: tuple[Capacity, ...] = ("spot", "on-demand", "reserved")
+SHARING_MODES: tuple[SharingMode, ...] = ("none", "time-slicing", "mps", "mig")
+JOB_KINDS: frozenset[str] = frozenset({"training", "fine-tuning"})
+SHAREABLE_KINDS: frozenset[str] = frozenset({"inference", "notebook"})
+SCHEDULABLE_KINDS: frozenset[str] = frozenset({"notebook", "fine-tuning"})
+
+Labels = tuple[tuple[str, str], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """An active window: the pool runs inside it and is scaled to zero outside."""
+
+    days: str  # as written, e.g. "Mon-Fri"
+    hours: str  # as written, e.g. "08:00-18:00"
+    timezone: str  # IANA name
+    weekdays: tuple[int, ...]  # 0 = Monday; the days a window starts on
+    start_minute: int  # minutes after midnight
+    end_minute: int  # 1..1440 (24:00); below start_minute means the window ends the next day
+
+    @property
+    def minutes_per_day(self) -> int:
+        span = self.end_minute - self.start_minute
+        return span if span > 0 else span + 24 * 60
+
+    @property
+    def active_hours_per_week(self) -> float:
+        return len(self.weekdays) * self.minutes_per_day / 60
+
+    @property
+    def crosses_midnight(self) -> bool:
+        return self.end_minute < self.start_minute
+
+
+@dataclasses.dataclass(frozen=True)
+class Replicas:
+    min: int
+    max: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    name: str
+    kind: Kind
+    gpu: str  # canonical catalog model name
+    gpus: int  # whole GPUs per replica (1 for fractional forms)
+    gpu_memory_gib: float | None
+    mig: str | None
+    gpu_fraction: float | None
+    cpu: float | None  # cores per replica
+    memory_gib: float | None  # per replica
+    replicas: Replicas
+    checkpointing: bool
+    schedule: Schedule | None
+    hours_per_month: float | None
+    runs_per_month: float | None
+    requests_per_hour: float | None
+    labels: Labels
+    capacity: Capacity | None
+    sharing: SharingMode | None
+    namespace: str
+    index: int  # position in the spec, for locating messages only (never used for identity)
+
+    @property
+    def fractional(self) -> bool:
+        return self.gpu_memory_gib is not None or self.mig is not None or self.gpu_fraction is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str
+    cloud: str  # canonical cloud name of the registry
+    region: str
+    cluster: str
+    settings: tuple[tuple[str, object], ...]
+    workloads: tuple[str, ...]  # names, in spec order of `workloads`
+    index: int
+
+    def setting(self, key: str, default: object = None) -> object:
+        return dict(self.settings).get(key, default)
+
+
+@dataclasses.dataclass(frozen=True)
+class InstancePrice:
+    on_demand: float | None
+    spot: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Pricing:
+    commitment_discount: float | None
+    spot_discount: float | None
+    instances: tuple[tuple[str, InstancePrice], ...]
+
+    def instance(self, name: str) -> InstancePrice | None:
+        return dict(self.instances).get(name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    version: int
+    name: str
+    labels: Labels
+    pricing: Pricing
+    targets: tuple[Target, ...]
+    workloads: tuple[Workload, ...]
+    source: Document = dataclasses.field(compare=False, repr=False)
+
+    def workload(self, name: str) -> Workload:
+        for workload in self.workloads:
+            if workload.name == name:
+                return workload
+        raise KeyError(name)
+
+    def target(self, name: str) -> Target:
+        for target in self.targets:
+            if target.name == name:
+                return target
+        raise KeyError(name)

@@ -1,0 +1,121 @@
+"""Kubernetes-style quantities and schedule windows, parsed with messages for people."""
+
+from __future__ import annotations
+
+import re
+
+from gpustack.errors import did_you_mean, show
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_DECIMAL = {"k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+_MEMORY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?|k)\s*$")
+_CPU = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)(m?)\s*$")
+
+MAX_MEMORY_GIB = 64 * 1024  # 64 TiB: far above any node, small enough to catch typos
+MAX_CPU = 4096
+
+
+def parse_memory_gib(value: object) -> float:
+    """'256Gi' -> 256.0; '512Mi' -> 0.5; '20G' -> 18.63. A bare number is refused: it has no unit."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"expected a memory quantity such as '16Gi', got {show(value)}")
+    if isinstance(value, (int, float)):
+        raise ValueError(f"{show(value)} has no unit; write it with one, e.g. '{value}Gi' or '{value}Mi'")
+    if not isinstance(value, str):
+        raise ValueError(f"expected a memory quantity such as '16Gi', got {show(value)}")
+    match = _MEMORY.match(value)
+    if not match:
+        raise ValueError(f"{show(value)} is not a memory quantity; use a number and a unit: "
+                         "Ki, Mi, Gi, Ti (powers of 1024) or k, M, G, T (powers of 1000), e.g. '16Gi'")
+    number, unit = float(match.group(1)), match.group(2)
+    factor = _BINARY.get(unit) or _DECIMAL[unit]
+    gib = number * factor / 2**30
+    if gib <= 0:
+        raise ValueError(f"{show(value)} must be more than zero")
+    if gib > MAX_MEMORY_GIB:
+        raise ValueError(f"{show(value)} is more than {MAX_MEMORY_GIB // 1024} TiB; no node has that much")
+    return gib
+
+
+def parse_cpu(value: object) -> float:
+    """4 -> 4.0; '500m' -> 0.5; '2.5' -> 2.5 (cores)."""
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"expected CPU cores such as 4 or '500m', got {show(value)}")
+    if isinstance(value, (int, float)):
+        cores = float(value)
+    elif isinstance(value, str) and (match := _CPU.match(value)):
+        cores = float(match.group(1)) / (1000 if match.group(2) else 1)
+    else:
+        raise ValueError(f"{show(value)} is not a CPU quantity; use cores (4, 0.5) or millicores ('500m')")
+    if not cores > 0:
+        raise ValueError(f"{show(value)} must be more than zero cores")
+    if cores > MAX_CPU:
+        raise ValueError(f"{show(value)} cores is more than any node has (at most {MAX_CPU})")
+    return cores
+
+
+DAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_DAY_ALIASES = {"daily": "Mon-Sun", "weekdays": "Mon-Fri", "weekends": "Sat-Sun"}
+_TIME = re.compile(r"^([01][0-9]|2[0-4]):([0-5][0-9])$")
+
+
+def _day(text: str, whole: str) -> int:
+    for i, name in enumerate(DAY_NAMES):
+        if text.strip().lower() in (name.lower(), _LONG[i]):
+            return i
+    raise ValueError(f"{text.strip()!r} in {whole!r} is not a day{did_you_mean(text.strip().title(), DAY_NAMES)}; "
+                     f"use {', '.join(DAY_NAMES)}, ranges such as 'Mon-Fri' (also 'Fri-Mon'), lists such as "
+                     "'Mon,Wed,Fri', or 'daily' / 'weekdays' / 'weekends'")
+
+
+_LONG = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def parse_days(value: object) -> tuple[int, ...]:
+    """'Mon-Fri' -> (0, 1, 2, 3, 4); 'Fri-Mon' wraps; 'Mon,Wed' lists; 'daily' is every day."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected days such as 'Mon-Fri', got {show(value)}")
+    text = _DAY_ALIASES.get(value.strip().lower(), value)
+    days: set[int] = set()
+    for part in text.split(","):
+        if "-" in part:
+            first, _, last = part.partition("-")
+            a, b = _day(first, value), _day(last, value)
+            span = (b - a) % 7
+            days.update((a + i) % 7 for i in range(span + 1))
+        else:
+            days.add(_day(part, value))
+    return tuple(sorted(days))
+
+
+def parse_hours(value: object) -> tuple[int, int]:
+    """'08:00-18:00' -> (480, 1080); '22:00-06:00' crosses midnight; '00:00-24:00' is all day."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected hours such as \"08:00-18:00\" (quoted), got {show(value)}")
+    start_text, sep, end_text = value.strip().partition("-")
+    start_match, end_match = _TIME.match(start_text.strip()), _TIME.match(end_text.strip())
+    if not sep or not start_match or not end_match:
+        raise ValueError(f"{show(value)} is not a window; use \"HH:MM-HH:MM\" in 24-hour time, e.g. \"08:00-18:00\"")
+    start = int(start_match.group(1)) * 60 + int(start_match.group(2))
+    end = int(end_match.group(1)) * 60 + int(end_match.group(2))
+    if start >= 24 * 60 or end > 24 * 60:
+        raise ValueError(f"{show(value)}: hours run from 00:00 to 24:00")
+    if end == 0:
+        end = 24 * 60  # "22:00-00:00" ends at midnight
+    if start == end:
+        raise ValueError(f"{show(value)} is an empty window; to run all day use \"00:00-24:00\"")
+    return start, end
+
+
+def parse_timezone(value: object) -> str:
+    import zoneinfo  # local: only specs with schedules pay for it
+
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected an IANA time zone such as 'Europe/Berlin', got {show(value)}")
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        names = zoneinfo.available_timezones()
+        raise ValueError(f"{show(value)} is not an IANA time zone{did_you_mean(value, names)}; "
+                         "use a name such as 'Europe/Berlin', 'America/New_York' or 'UTC'") from None
+    return value

@@ -1,0 +1,205 @@
+"""Safe, located YAML: every value keeps the line and column it came from.
+
+PyYAML's safe composer builds a node graph with marks; we turn it into plain Python values and a
+side table of marks keyed by field path. Rules that a trustworthy loader needs and PyYAML does not
+enforce by itself:
+
+- duplicate mapping keys are an error (PyYAML keeps the last one silently);
+- aliases are expanded with a budget, so an alias bomb ("billion laughs") fails fast;
+- nesting depth and file size are bounded, so deep or huge input fails with a message,
+  not a RecursionError or an exhausted machine;
+- only the safe core schema: no tags that construct Python objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import yaml
+
+from gpustack.errors import Location, Problem, SpecError
+
+try:  # libyaml is much faster on large specs; the pure-Python loader is the same grammar.
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+# Limits, documented in README "Limits".
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_NODES = 2_000_000  # after alias expansion
+
+Path = tuple[str | int, ...]
+
+
+def path_str(path: Path) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+@dataclasses.dataclass
+class Document:
+    """A parsed spec: plain data plus the location of every value and key."""
+
+    file: str
+    data: Any
+    marks: dict[Path, Location]
+    key_marks: dict[Path, Location]
+
+    def where(self, path: Path) -> Location | None:
+        """The location of the value at `path`, or of its nearest located parent."""
+        path = tuple(path)
+        while True:
+            if path in self.marks:
+                return self.marks[path]
+            if not path:
+                return None
+            path = path[:-1]
+
+    def where_key(self, path: Path) -> Location | None:
+        return self.key_marks.get(tuple(path)) or self.where(path)
+
+
+def _loc(file: str, mark: Any) -> Location:
+    return Location(file, mark.line + 1, mark.column + 1)
+
+
+def _fail(file: str, mark: Any | None, message: str) -> SpecError:
+    return SpecError([Problem(_loc(file, mark) if mark is not None else Location(file, 1, 1), "", message)])
+
+
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:timestamp",
+}
+
+
+def parse(text: str | bytes, file: str) -> Document:
+    """Parse one YAML document into located plain data, or raise SpecError."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_FILE_BYTES:
+            raise _fail(file, None, f"the file is {len(text):,} bytes; a spec may be at most {MAX_FILE_BYTES:,} bytes")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _fail(file, None, f"the file is not UTF-8 text (byte {exc.start} is {text[exc.start]:#04x})") from None
+    if len(text) > MAX_FILE_BYTES:
+        raise _fail(file, None, f"the file is {len(text):,} characters; a spec may be at most {MAX_FILE_BYTES:,}")
+    if "\x00" in text:
+        raise _fail(file, None, "the file contains NUL bytes: it is not a YAML text file")
+    try:
+        loader = _Loader(text)
+        try:
+            root = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        what = exc.problem or exc.context or "invalid YAML"
+        raise _fail(file, mark, f"not valid YAML: {what}") from None
+    except yaml.YAMLError as exc:
+        raise _fail(file, None, f"not valid YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise _fail(file, None, f"the YAML is nested too deeply (at most {MAX_DEPTH} levels)") from None
+    if root is None:
+        raise _fail(file, None, "the file is empty; a spec starts with 'version: 1'")
+    return _Converter(file).convert(root)
+
+
+class _Converter:
+    def __init__(self, file: str):
+        self.file = file
+        self.marks: dict[Path, Location] = {}
+        self.key_marks: dict[Path, Location] = {}
+
+    def convert(self, root: yaml.Node) -> Document:
+        size = _expanded_size(root, {}, 0, self.file)
+        if size > MAX_NODES:
+            raise _fail(self.file, root.start_mark,
+                        f"the YAML expands to {size:,} values once aliases are expanded (at most {MAX_NODES:,}); "
+                        "refusing it")
+        data = self._value(root, (), 0)
+        return Document(self.file, data, self.marks, self.key_marks)
+
+    def _value(self, node: yaml.Node, path: Path, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise _fail(self.file, node.start_mark, f"the YAML is nested more than {MAX_DEPTH} levels deep")
+        self.marks[path] = _loc(self.file, node.start_mark)
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag not in _SCALAR_TAGS:
+                raise _fail(self.file, node.start_mark, f"the YAML tag {node.tag!r} is not allowed in a spec")
+            return self._scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != "tag:yaml.org,2002:seq":
+                raise _fail(self.file, node.start_mark, f"the YAML tag {node.tag!r} is not allowed in a spec")
+            return [self._value(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+        if isinstance(node, yaml.MappingNode):
+            if node.tag != "tag:yaml.org,2002:map":
+                raise _fail(self.file, node.start_mark, f"the YAML tag {node.tag!r} is not allowed in a spec")
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise _fail(self.file, key_node.start_mark, "YAML merge keys ('<<') are not supported in a spec")
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise _fail(self.file, key_node.start_mark, "a mapping key must be a plain value, not a list or mapping")
+                key = self._scalar(key_node)
+                if not isinstance(key, str):
+                    key = str(key).lower() if isinstance(key, bool) else str(key)
+                if key in out:
+                    first = self.key_marks.get(path + (key,))
+                    seen = f" (first at line {first.line})" if first else ""
+                    raise _fail(self.file, key_node.start_mark, f"duplicate key {key!r}{seen}; each key may appear once")
+                self.key_marks[path + (key,)] = _loc(self.file, key_node.start_mark)
+                out[key] = self._value(value_node, path + (key,), depth + 1)
+            return out
+        raise _fail(self.file, node.start_mark, "unsupported YAML node")  # pragma: no cover
+
+    def _scalar(self, node: yaml.ScalarNode) -> Any:
+        # Resolve with the safe constructor, one scalar at a time (no object construction).
+        tag = node.tag
+        value = node.value
+        if tag == "tag:yaml.org,2002:str":
+            return value
+        try:
+            constructor = yaml.SafeLoader.yaml_constructors[tag]
+            result = constructor(_SCALAR_LOADER, node)
+        except (ValueError, OverflowError, yaml.YAMLError):
+            return value
+        if tag == "tag:yaml.org,2002:timestamp":
+            return value  # dates are not spec values; keep the text so the field check reports it
+        return result
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int, file: str) -> int:
+    """How many values the node becomes once aliases are expanded, without expanding them."""
+    known = memo.get(id(node))
+    if known is not None:
+        return known
+    if depth > MAX_DEPTH:
+        raise _fail(file, node.start_mark, f"the YAML is nested more than {MAX_DEPTH} levels deep")
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(child, memo, depth + 1, file) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(k, memo, depth + 1, file) + _expanded_size(v, memo, depth + 1, file)
+                    for k, v in node.value)
+    memo[id(node)] = size
+    return size
+
+
+class _ScalarLoader(yaml.SafeLoader):
+    def __init__(self) -> None:  # only the scalar constructors are used; no stream
+        pass
+
+
+_SCALAR_LOADER = _ScalarLoader()

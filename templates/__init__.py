@@ -1,0 +1,1 @@
+"""Jinja2 templates for the text artefacts gpustack writes (projects, stack files, reports)."""
