@@ -12,7 +12,10 @@ import enum
 import hashlib
 import re
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:  # the plan imports the clouds; the clouds only name the plan's types
+    from gpustack.plan.model import Pool
 
 
 class Feature(enum.Enum):
@@ -111,6 +114,12 @@ class Cloud:
         if not self.supports(Feature.SPOT):
             return self.unsupported[Feature.SPOT]
         return None
+
+    def check_pool(self, pool: "Pool") -> list[str]:
+        """Problems with a planned pool on this cloud (unknown enum values, names): checked before
+        anything is rendered, because the provider SDKs do not check enum strings."""
+        del pool
+        return []
 
     def pool_name(self, plan_pool_name: str, compact: str = "") -> str:
         """This cloud's name for a plan pool: the plan name when valid here, else shortened stably."""

@@ -81,6 +81,9 @@ class _TargetPlanner:
                 pools.append(pool)
         self.check_names(pools)
         self.check_reservation_settings(pools)
+        for pool in pools:
+            for message in self.cloud.check_pool(pool):
+                self.problem(None, "", f"pool {pool.name!r}: {message}")
         if len(self.problems) > before:
             return None
         return costing.summarise(self.target, self.cloud, tuple(pools), workloads, self.rows, self.prices,

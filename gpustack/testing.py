@@ -1,0 +1,105 @@
+"""Run the Pulumi program under mocks and see what it declares: for tests, benchmarks and users.
+
+    from gpustack.testing import run_program
+    resources = run_program("stacks/gpustack.yaml", "aws-prod")
+    for r in resources: print(r.type, r.name, r.inputs)
+
+No Pulumi CLI, no cloud credentials: `pulumi.runtime.set_mocks` with the real provider SDKs
+(https://www.pulumi.com/docs/iac/concepts/testing/unit/). `set_mocks` is process-wide, so each call
+installs fresh mocks; inputs arrive with their wire (camelCase) names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc
+
+
+@dataclasses.dataclass(frozen=True)
+class Declared:
+    type: str
+    name: str
+    urn: str
+    parent: str  # the parent's URN ('' for the stack)
+    custom: bool  # False for components
+    inputs: dict[str, Any]
+
+
+# Canned answers for the data sources (invokes) backends call, keyed by token.
+CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "aws:ec2/getSubnet:getSubnet": lambda args: {
+        "id": args.get("id", "subnet-0"), "availabilityZone": "us-east-1a", "vpcId": "vpc-0"},
+    "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda args: {
+        "compartmentId": args.get("compartmentId", ""),
+        "availabilityDomains": [{"name": f"Uocm:US-ASHBURN-AD-{i}", "id": f"ad{i}"} for i in (1, 2, 3)]},
+    "oci:ContainerEngine/getNodePoolOption:getNodePoolOption": lambda args: {
+        "nodePoolOptionId": args.get("nodePoolOptionId", "all"),
+        "sources": [
+            {"imageId": "ocid1.image.oc1.iad.aaaagpu", "sourceName": "Oracle-Linux-8.10-Gen2-GPU-2025.11.20-0-OKE-1.31.1",
+             "sourceType": "IMAGE"},
+            {"imageId": "ocid1.image.oc1.iad.aaaacpu", "sourceName": "Oracle-Linux-8.10-2025.11.20-0-OKE-1.31.1",
+             "sourceType": "IMAGE"},
+        ]},
+}
+
+# Outputs the cloud computes, which the mocks must invent, keyed by resource type.
+OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
+    "aws:eks/nodeGroup:NodeGroup": lambda name, inputs: {
+        "resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}], "arn": f"arn:aws:eks:::{name}"},
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda name, inputs: {"latestVersion": 1, "defaultVersion": 1},
+    "aws:iam/role:Role": lambda name, inputs: {"arn": f"arn:aws:iam::123456789012:role/{name}"},
+}
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        outputs = dict(args.inputs)
+        if args.typ in OUTPUTS:
+            outputs.update(OUTPUTS[args.typ](args.name, dict(args.inputs)))
+        return f"{args.name}-id", outputs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        answer = CALLS.get(args.token)
+        return answer(dict(args.args)) if answer else {}
+
+
+class _RecordingMonitor(pulumi_mocks.MockMonitor):
+    """The SDK's mock monitor, also noting each resource's parent and inputs."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.declared: list[Declared] = []
+        self._lock = threading.Lock()
+
+    def RegisterResource(self, request):  # type: ignore[no-untyped-def]
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            inputs = rpc.deserialize_properties(request.object)
+            with self._lock:
+                self.declared.append(Declared(request.type, request.name, response.urn, request.parent,
+                                              bool(request.custom), dict(inputs)))
+        return response
+
+
+def run_program(spec: str, target: str, program: Callable[[], None] | None = None,
+                project: str = "gpustack") -> list[Declared]:
+    """Everything the program declares for `target`, sorted by URN (stable across runs)."""
+    from gpustack.program import main
+
+    mocks = RecordingMocks()
+    monitor = _RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=target, preview=False, monitor=monitor)
+    pulumi.runtime.set_all_config({"gpustack:spec": spec, "gpustack:target": target})
+
+    @pulumi.runtime.test
+    def run() -> None:
+        (program or main)()
+
+    run()
+    return sorted(monitor.declared, key=lambda d: d.urn)
