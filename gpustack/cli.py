@@ -25,24 +25,21 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from gpustack.commands import commands
+
     parser = _Parser(prog="gpustack", description="Compile a GPU workload spec into node pools and their cost.")
     parser.add_argument("--version", action="version", version=f"gpustack {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    validate = sub.add_parser("validate", help="check a spec; exit 2 with located errors")
-    validate.add_argument("spec")
-
-    plan = sub.add_parser("plan", help="show the pools, GPUs and cost of every target")
-    plan.add_argument("spec")
-    plan.add_argument("--target", help="only this target")
-    plan.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    for command in commands():
+        command.add_arguments(sub.add_parser(command.NAME, help=command.HELP, description=command.HELP))
+        sub.choices[command.NAME].set_defaults(run=command.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return _run(args)
+        return args.run(args)
     except KeyboardInterrupt:
         print("gpustack: interrupted", file=sys.stderr)
         return 130
@@ -66,69 +63,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               "This is a bug in gpustack. Re-run with GPUSTACK_DEBUG=1 for details and please report it.",
               file=sys.stderr)
         return EXIT_INTERNAL
-
-
-def _run(args: argparse.Namespace) -> int:
-    command = args.command
-    if command == "validate":
-        return _validate(args)
-    if command == "plan":
-        return _plan(args)
-    raise AssertionError(command)  # pragma: no cover
-
-
-def _compile(spec_path: str):  # type: ignore[no-untyped-def]
-    from gpustack.plan import build_plan
-    from gpustack.spec import load_spec
-
-    spec = load_spec(spec_path)
-    return spec, build_plan(spec)
-
-
-def _warn(plan) -> None:  # type: ignore[no-untyped-def]
-    for warning in plan.warnings:
-        where = f"{warning.target}: " if warning.target else ""
-        print(f"warning: {where}{warning.message}", file=sys.stderr)
-
-
-def _validate(args: argparse.Namespace) -> int:
-    spec, plan = _compile(args.spec)
-    pools = sum(len(t.pools) for t in plan.targets)
-    _warn(plan)
-    print(f"{args.spec}: valid ({len(spec.targets)} target{'s' if len(spec.targets) != 1 else ''}, "
-          f"{len(spec.workloads)} workload{'s' if len(spec.workloads) != 1 else ''}, {pools} pools)")
-    return EXIT_OK
-
-
-def _select(plan, target: str | None):  # type: ignore[no-untyped-def]
-    import dataclasses
-
-    from gpustack.errors import UsageError, did_you_mean
-
-    if target is None:
-        return plan
-    names = [t.name for t in plan.targets]
-    if target not in names:
-        raise UsageError(f"no target {target!r} in the spec{did_you_mean(target, names)}; targets: {', '.join(names)}")
-    chosen = plan.target(target)
-    return dataclasses.replace(plan, targets=(chosen,), warnings=chosen.warnings)
-
-
-def _plan(args: argparse.Namespace) -> int:
-    _, plan = _compile(args.spec)
-    plan = _select(plan, args.target)
-    _warn(plan)
-    if args.format == "json":
-        sys.stdout.write(plan.to_json())
-    elif args.format == "markdown":
-        from gpustack.output.markdown import render_markdown
-
-        sys.stdout.write(render_markdown(plan))
-    else:
-        from gpustack.output.table import render_table
-
-        sys.stdout.write(render_table(plan))
-    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

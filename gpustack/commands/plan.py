@@ -1,0 +1,35 @@
+"""`gpustack plan SPEC`: the pools, GPUs and cost of every target."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+NAME = "plan"
+HELP = "show the pools, GPUs and cost of every target"
+ORDER = 20
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("spec", help="the spec file")
+    parser.add_argument("--target", help="only this target")
+    parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpustack.commands._shared import compile_spec, print_warnings, select_target
+
+    _, plan = compile_spec(args.spec)
+    plan = select_target(plan, args.target)
+    print_warnings(plan)
+    if args.format == "json":
+        sys.stdout.write(plan.to_json())
+    elif args.format == "markdown":
+        from gpustack.output.markdown import render_markdown
+
+        sys.stdout.write(render_markdown(plan))
+    else:
+        from gpustack.output.table import render_table
+
+        sys.stdout.write(render_table(plan))
+    return 0
