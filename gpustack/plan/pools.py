@@ -15,11 +15,14 @@ from gpustack.plan.model import MigGroup, Placement, Pool, PoolGpus, ScheduleWin
 from gpustack.plan.nodes import allocatable
 from gpustack.plan.packing import DoesNotFit, Item, NodeShape, Packing, pack_mig, pack_shares
 from gpustack.plan.prices import PriceBook
-from gpustack.spec.model import Spec, Workload
+from gpustack.spec.model import JOB_KINDS, Spec, Workload
 
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 KIND_LABEL = "gpustack.dev/kind"
 POOL_LABEL = "gpustack.dev/pool"
+# On training and fine-tuning pools: whether every workload of the pool checkpoints, so a policy
+# can tell a safe spot pool from an unsafe one without the spec.
+CHECKPOINTING_LABEL = "gpustack.dev/checkpointing"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 _CAPACITY_TAGS = {"spot": "spot", "on-demand": "ondemand", "reserved": "reserved"}
@@ -173,6 +176,8 @@ def _labels(spec: Spec, key: PoolKey, name: str, demands: list[Demand], sharing:
     labels.update(dict(common or ()))
     labels[KIND_LABEL] = key.kind
     labels[POOL_LABEL] = name
+    if key.kind in JOB_KINDS:
+        labels[CHECKPOINTING_LABEL] = "true" if all(d.workload.checkpointing for d in demands) else "false"
     if sharing.config and sharing.mode not in cloud.native_sharing:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing.config
     if sharing.config and sharing.mode == "mig" and not cloud.native_mig_partitioning:
