@@ -19,7 +19,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_validate_the_example(capsys):
     assert main(["validate", str(EXAMPLE)]) == 0
-    assert "valid (4 targets, 8 workloads" in capsys.readouterr().out
+    assert "valid (4 targets, 9 workloads" in capsys.readouterr().out
 
 
 def test_plan_json_follows_the_contract(capsys):
