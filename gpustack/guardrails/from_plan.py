@@ -1,0 +1,95 @@
+"""Plan pools as pool views, for `gpustack check`: the same rules the pack applies to resources.
+
+Fixes are said in the spec's words (a workload's `capacity`, `checkpointing`, `schedule`, the
+spec's `labels`), since the spec is what a user edits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from gpustack.guardrails.view import CHECKPOINTING_LABEL, SPOT, PoolView, Taint
+from gpustack.plan.model import Plan, Pool, TargetPlan
+
+_JOB_KINDS = ("training", "fine-tuning")
+
+
+def _workloads(view: PoolView) -> str:
+    names = ", ".join(view.workloads)
+    return f"workload{'s' if len(view.workloads) > 1 else ''} {names}"
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecSpelling:
+    """Fixes said in the words of the spec."""
+
+    sees_previous: bool = True
+
+    def capacity(self, view: PoolView, capacity: str) -> str:
+        if SPOT in view.capacities:
+            default = "a reserved floor and an on-demand burst" if view.kind == "inference" else capacity
+            return f"{default} capacity: remove `capacity: spot` from {_workloads(view)}"
+        return f"{capacity} capacity (`capacity: {capacity}` on {_workloads(view)})"
+
+    def checkpointing(self, view: PoolView) -> str | None:
+        return f"set `checkpointing: true` on {_workloads(view)}" if view.kind in _JOB_KINDS else None
+
+    def labels(self, view: PoolView, keys: list[str]) -> str:
+        return (f"add {', '.join(keys)} to the spec's top-level `labels` (every pool gets them) or to the "
+                f"`labels` of {_workloads(view)}")
+
+    def gpu_taint(self, view: PoolView) -> str:
+        return "gpustack taints every GPU pool it plans; a plan without the taint is a bug, please report it"
+
+    def scale_to_zero(self, view: PoolView) -> str:
+        capacities = ", ".join(sorted(view.capacities))
+        return f"remove `capacity: {capacities}` from {_workloads(view)}: a reserved pool keeps its nodes"
+
+    def schedule(self, view: PoolView) -> str:
+        return (f'add `schedule: {{days: Mon-Fri, hours: "08:00-18:00", timezone: <IANA zone>}}` to '
+                f"{_workloads(view)}")
+
+    def max_nodes(self, view: PoolView) -> str:
+        return f"{view.name}: `replicas` of {_workloads(view)}"
+
+    def field(self, view: PoolView, plan_field: str) -> str:
+        return plan_field
+
+
+SPEC_SPELLING = SpecSpelling()
+
+
+def pool_view(target: TargetPlan, pool: Pool, fields: Mapping[str, Any],
+              previous: Mapping[str, Any] | None = None) -> PoolView:
+    labels = dict(pool.labels)
+    checkpointing = labels.get(CHECKPOINTING_LABEL)
+    return PoolView(
+        target=target.name, name=pool.name, cloud=target.cloud, spelling=SPEC_SPELLING,
+        instance_type=pool.instance_type, is_gpu=pool.gpus_per_node > 0, gpus_per_node=pool.gpus_per_node,
+        usd_per_node_hour=pool.price.usd_per_node_hour, price_note=pool.price.source,
+        capacities=frozenset({pool.capacity}), kind=pool.kind, labels=labels,
+        taints=tuple(Taint(t.key, t.value, t.effect) for t in pool.taints),
+        min_nodes=pool.min_nodes, max_nodes=pool.max_nodes,
+        checkpointing=None if checkpointing is None else checkpointing == "true",
+        scheduled=pool.schedule is not None, workloads=pool.workloads, cloud_name=pool.cloud_name,
+        pool_label=pool.name, plan_fields=fields, previous=previous,
+    )
+
+
+def plan_views(plan: Plan, baseline: Plan | None = None) -> dict[str, list[PoolView]]:
+    """Target name -> the views of its pools; with a baseline, each pool knows its previous version."""
+    data = plan.to_dict()
+    before: dict[tuple[str, str], Mapping[str, Any]] = {}
+    if baseline is not None:
+        for target in baseline.to_dict()["targets"]:
+            for pool in target["pools"]:
+                before[(target["name"], pool["name"])] = pool
+    out: dict[str, list[PoolView]] = {}
+    for target, target_data in zip(plan.targets, data["targets"]):
+        out[target.name] = [
+            pool_view(target, pool, fields,
+                      None if baseline is None else before.get((target.name, pool.name), {}))
+            for pool, fields in zip(target.pools, target_data["pools"])]
+    return out

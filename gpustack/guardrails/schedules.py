@@ -1,0 +1,63 @@
+"""Which resources of a stack stop a node pool out of hours: the pack's view of "has a schedule".
+
+Two kinds count: an EKS scheduled action (`aws:autoscaling/schedule:Schedule`) on the node group's
+Auto Scaling group, and a Kubernetes CronJob whose labels name the pool under `gpustack.dev/pool`
+(the in-cluster auto-stop, on every cloud). `schedule_stops_pool` is the one place that matches a
+schedule to a pool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from gpustack.guardrails.view import POOL_LABEL, UNKNOWN, PoolView
+
+EKS_SCHEDULE = "aws:autoscaling/schedule:Schedule"
+CRONJOB = "kubernetes:batch/v1:CronJob"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleRef:
+    urn: str
+    asg_name: str | None = None  # EKS: the Auto Scaling group it scales, when known
+    depends_on: frozenset[str] = frozenset()  # URNs its Auto Scaling group name comes from
+    pool_label: str | None = None  # CronJob: the value of its gpustack.dev/pool label
+
+
+def schedule_ref(resource_type: str, props: Mapping[str, Any], urn: str,
+                 dependencies: Iterable[str] = ()) -> ScheduleRef | None:
+    """The schedule a resource declares, or None when it declares none."""
+    if resource_type == EKS_SCHEDULE:
+        asg = props.get("autoscalingGroupName")
+        return ScheduleRef(urn, asg_name=asg if isinstance(asg, str) else None, depends_on=frozenset(dependencies))
+    if resource_type == CRONJOB:
+        metadata = props.get("metadata")
+        labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+        value = labels.get(POOL_LABEL) if isinstance(labels, Mapping) else None
+        if isinstance(value, str):
+            return ScheduleRef(urn, pool_label=value)
+        if value is UNKNOWN:
+            return ScheduleRef(urn, pool_label=None)
+    return None
+
+
+def schedule_stops_pool(schedule: ScheduleRef, pool: PoolView) -> bool:
+    """Whether `schedule` belongs to `pool`.
+
+    A CronJob names the pool by its gpustack.dev/pool node label (the plan's pool name) or by its
+    name on the cloud. An EKS schedule names the node group's Auto Scaling group; while that name
+    is not known yet (a preview before the node group exists) its dependency on the node group
+    stands for it.
+    """
+    if schedule.pool_label is not None:
+        return schedule.pool_label in {pool.pool_label, pool.cloud_name} - {None}
+    if schedule.asg_name is not None and pool.asg_names:
+        return schedule.asg_name in pool.asg_names
+    return bool(pool.urn) and pool.urn in schedule.depends_on
+
+
+def with_schedules(pools: list[PoolView], schedules: list[ScheduleRef]) -> list[PoolView]:
+    """The pools with `scheduled` set from the schedules of the same stack."""
+    return [dataclasses.replace(p, scheduled=any(schedule_stops_pool(s, p) for s in schedules)) for p in pools]
