@@ -189,6 +189,14 @@ def _plan_value(fields: Mapping[str, object], path: str) -> object:
     return value
 
 
+def _difference(field: str, before: object, after: object) -> str:
+    """What changed in a plan field, naming only the keys that changed in a mapping."""
+    if isinstance(before, Mapping) and isinstance(after, Mapping):
+        keys = sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
+        return ", ".join(f"{field}.{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in keys)
+    return f"{field}: {before!r} -> {after!r}"
+
+
 def node_pool_replacement(view: PoolView, options: Mapping[str, Any]) -> Iterable[Finding]:
     del options
     changes = _replacing_changes(view.cloud)
@@ -201,7 +209,7 @@ def node_pool_replacement(view: PoolView, options: Mapping[str, Any]) -> Iterabl
         changed = [f for f in sorted(changes)
                    if _plan_value(view.previous, f) != _plan_value(view.plan_fields, f)]
         if changed:
-            why = "; ".join(f"{f}: {_plan_value(view.previous, f)!r} -> {_plan_value(view.plan_fields, f)!r} "
+            why = "; ".join(f"{_difference(f, _plan_value(view.previous, f), _plan_value(view.plan_fields, f))} "
                             f"({_reason(changes[f])})" for f in changed)
             yield Finding(view.name, f"this change replaces the node pool, draining every node of it: {why}",
                           "make the change when the pool is idle, or add a new workload (a new pool) and move "
