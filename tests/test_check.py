@@ -55,7 +55,7 @@ def test_spot_training_without_checkpointing_is_a_valid_spec_that_check_rejects(
     ([{"name": "chat", "kind": "inference", "gpu": "A100-80GB", "mig": "3g.40gb", "replicas": {"min": 2, "max": 4},
        "capacity": "spot"}], "inference-pool-not-spot-only", "on spot capacity only"),
     ([{"name": "lab", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 4}],
-     "dev-pool-auto-stop", "notebook pool (workloads lab) has no auto-stop schedule"),
+     "dev-pool-auto-stop", "notebook pool (workload lab) has no auto-stop schedule"),
     ([{"name": "lab", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 4, "schedule": SCHEDULE,
        "capacity": "reserved"}], "dev-pool-auto-stop", "cannot scale to zero: it keeps at least 1 node running"),
 ])

@@ -22,7 +22,6 @@ from gpustack.guardrails.view import (CHECKPOINTING_LABEL, GPU_TAINT_KEY, KIND_L
                                       RESERVED, SPOT, UNKNOWN, PoolView, Taint)
 
 Props = Mapping[str, Any]
-_GKE_GPUS = "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus"
 
 
 class _Reader:
@@ -165,7 +164,8 @@ def _gke(r: _Reader) -> Fields:
         region=zone.group(1) if zone else (location or None),
         gpus_declared=gpus or None, gpu_marker=gpus > 0,
         # N1 machines carry GPUs only through guestAccelerators (the catalog lists N1 types with the GPU
-        # gpustack attaches); A2, A3, A4 and G2 machine types come with theirs (_GKE_GPUS).
+        # gpustack attaches); A2, A3, A4 and G2 machine types come with theirs
+        # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
         catalog_applies=gpus > 0 or not str(machine or "").startswith("n1-"),
     )
 

@@ -43,7 +43,9 @@ class Rule:
 
 
 def _workloads(view: PoolView) -> str:
-    return f" (workloads {', '.join(view.workloads)})" if view.workloads else ""
+    if not view.workloads:
+        return ""
+    return f" (workload{'s' if len(view.workloads) > 1 else ''} {', '.join(view.workloads)})"
 
 
 # -- GPU pools carry the nvidia.com/gpu taint ------------------------------------------------------
