@@ -125,6 +125,9 @@ def test_replacing_changes_against_a_baseline_are_advisory(tmp_path, capsys, mon
     assert "this change replaces the node pool, draining every node of it: labels.team: 'ml-platform' -> " \
            "'research' (node labels are set at node creation (test))." in out
     assert check(capsys, new)[0] == 0 and "node-pool-replacement" not in check(capsys, new)[1]  # no baseline
+    config = tmp_path / "policy-config.json"
+    config.write_text(json.dumps({"node-pool-replacement": "mandatory"}))
+    assert check(capsys, new, "--baseline", old, "--config", str(config))[0] == 1
 
 
 @pytest.mark.parametrize("content, message", [

@@ -64,7 +64,29 @@ def test_a_value_unknown_in_preview_is_skipped_not_a_crash(analyzer):
     assert analyze(analyzer, {**UNTAINTED, "taints": UNKNOWN_ARRAY_VALUE}) == []
 
 
-def test_the_config_the_engine_sends_is_applied(analyzer):
+def test_a_stack_is_judged_through_the_engine_protocol(analyzer):
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+    def resource(token: str, name: str, props: dict, **links) -> analyzer_pb2.AnalyzerResource:
+        return analyzer_pb2.AnalyzerResource(type=token, name=name, urn=f"urn:pulumi:dev::ml::{token}::{name}",
+                                             properties=json_format.ParseDict(props, struct_pb2.Struct()), **links)
+
+    notebook = {**UNTAINTED, "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}],
+                "labels": {**UNTAINTED["labels"], "gpustack.dev/kind": "notebook"}}
+    group = resource(EKS, "lab", notebook)
+    schedule_token = "aws:autoscaling/schedule:Schedule"
+    stop = resource(schedule_token, "lab-stop", {"autoscalingGroupName": UNKNOWN_STRING_VALUE},
+                    dependencies=[group.urn],
+                    propertyDependencies={"autoscalingGroupName": analyzer_pb2.AnalyzerPropertyDependencies(
+                        urns=[group.urn])})
+    found = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[group, stop])).diagnostics
+    assert [d.policyName for d in found] == []
+    found = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[group])).diagnostics
+    assert [(d.policyName, d.urn) for d in found] == [("dev-pool-auto-stop", group.urn)]
+    assert "[dev-pool-auto-stop] dev, pool lab: notebook pool has no auto-stop schedule" in found[0].message
+
+
+def test_the_config_the_engine_sends_is_applied(analyzer):  # last: it reconfigures the running pack
     labels = struct_pb2.Struct()
     labels.update({"labels": ["team", "cost-center"]})
     analyzer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig={
