@@ -302,6 +302,28 @@ def test_the_cap_says_when_it_cannot_count_a_pool():
     assert "cannot check the cap on GPUs (100 GPUs)" in message and "p9.96xlarge is not in the gpustack catalog" in message
 
 
+def oke_autoscaler(nodes: str) -> PolicyResource:
+    return resource("oci:ContainerEngine/addon:Addon", "cluster-autoscaler", {
+        "addonName": "ClusterAutoscaler", "clusterId": "ocid1.cluster.oc1.iad.aaaa", "removeAddonResourcesOnDelete": True,
+        "configurations": [{"key": "authType", "value": "instance"}, {"key": "nodes", "value": nodes}]})
+
+
+def test_oke_bounds_come_from_the_cluster_autoscaler_add_on():
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+    props = _oke(Pool(min_nodes=0, max_nodes=4))
+    assert props["nodeConfigDetails"]["size"] == 4.0  # alone, the pool runs its size
+    props["nodeConfigDetails"]["size"] = 0.0
+    props["id"] = "ocid1.nodepool.oc1.iad.aaaa"  # an output, once the pool exists
+    pool = resource(TOKENS["oci"], "train", props)
+    assert validate_stack("stack-gpu-budget", [pool], {"maxGpus": 3}) == []  # size 0: no GPUs
+    ((message, _),) = validate_stack("stack-gpu-budget", [pool, oke_autoscaler("0:4:ocid1.nodepool.oc1.iad.aaaa")],
+                                     {"maxGpus": 3})
+    assert "can reach 4 GPUs at their maximum size" in message
+    # In a preview the add-on's bounds are not known yet: the pool is not judged, rather than miscounted.
+    assert validate_stack("stack-gpu-budget", [pool, oke_autoscaler(UNKNOWN_STRING_VALUE)], {"maxGpus": 3}) == []
+
+
 # -- node-pool-replacement ----------------------------------------------------------------------------
 @pytest.mark.parametrize("cloud, path", [("aws", "instanceTypes"), ("gcp", "nodeConfig.machineType"),
                                          ("azure", "vmSize"), ("oci", "nodeShape")])

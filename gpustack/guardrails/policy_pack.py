@@ -20,7 +20,7 @@ from pulumi_policy import (EnforcementLevel, Policy, PolicyConfigSchema, PolicyP
 from pulumi_policy.proxy import UnknownValueError, _is_unknown
 
 from gpustack.guardrails import findings
-from gpustack.guardrails.resources import pool_view, stack_of
+from gpustack.guardrails.resources import autoscaler_bounds, pool_view, stack_of, with_bounds
 from gpustack.guardrails.rules import RULES, Rule
 from gpustack.guardrails.schedules import schedule_ref, with_schedules
 from gpustack.guardrails.view import UNKNOWN, Finding, PoolView, Violation
@@ -79,20 +79,25 @@ def _resource_validation(rule: Rule):  # type: ignore[no-untyped-def]
 
 def _stack_validation(rule: Rule):  # type: ignore[no-untyped-def]
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-        views, schedules = [], []
+        views, schedules, bounds = [], [], []
         for resource in args.resources:
             view = _view(resource.resource_type, resource.props, resource.urn, resource.name, resource.opts,
                          resource.provider)
             if view is not None:
                 views.append(view)
+            props = plain(resource.props)
             feeds = resource.property_dependencies.get("autoscalingGroupName") or resource.dependencies
-            ref = schedule_ref(resource.resource_type, plain(resource.props), resource.urn, (d.urn for d in feeds))
+            ref = schedule_ref(resource.resource_type, props, resource.urn, (d.urn for d in feeds))
             if ref is not None:
                 schedules.append(ref)
+            found_bounds = autoscaler_bounds(resource.resource_type, props)
+            if found_bounds is not None:
+                bounds.append(found_bounds)
         if not views:
             return
         target = stack_of(views[0].urn)
-        for found in findings(rule, with_schedules(views, schedules), rule.options(args.get_config())):
+        views = with_schedules(with_bounds(views, bounds), schedules)
+        for found in findings(rule, views, rule.options(args.get_config())):
             report_violation(_message(rule, target, found), found.urn or None)
 
     return validate

@@ -74,6 +74,7 @@ class Fields:
     gpu_marker: bool = False  # the resource says it is a GPU pool, whatever the catalog knows
     catalog_applies: bool = True  # False when the instance type has GPUs only if the resource attaches them
     asg_names: tuple[str, ...] = ()
+    resource_id: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +86,7 @@ class PoolType:
     capacity_values: Mapping[str, str]  # capacity -> how to ask for it
     gpu_taint: str  # how to declare the nvidia.com/gpu taint
     schedule: str  # what counts as an auto-stop schedule for this type
+    bounded_by: str | None = None  # the type of the autoscaler resource that may hold the pool's bounds
 
 
 def _int(value: Any) -> int | None:
@@ -220,10 +222,54 @@ def _oke(r: _Reader) -> Fields:
         labels=None if "labels" in r.unknown else
         {str(x.get("key")): x.get("value") for x in labels or () if isinstance(x, Mapping)},
         taints=None if "taints" in r.unknown else _cloud_init_taints(r.get("nodeMetadata.user_data", "taints")),
-        min_nodes=size, max_nodes=size,  # the pool holds no autoscaling bounds: its size is what it runs
+        # The pool holds no autoscaling bounds: its size is what it runs, unless the cluster autoscaler
+        # add-on of the same stack bounds it (`autoscaler_bounds`).
+        min_nodes=size, max_nodes=size,
         cloud_name=r.get("name", "cloud_name"),
         gpu_marker=".GPU" in (shape or ""),
+        resource_id=r.get("id", "resource_id"),
     )
+
+
+# OKE's Cluster Autoscaler add-on bounds node pools with `nodes: <min>:<max>:<node pool OCID>,...`
+# (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengconfiguringclusteraddons-configurationarguments.htm).
+_OKE_ADDON = "oci:ContainerEngine/addon:Addon"
+
+
+def autoscaler_bounds(resource_type: str, props: Props) -> dict[str, tuple[int, int]] | None:
+    """Node-pool id -> (min, max) from an autoscaler resource; None when it sets none, {} when unknown."""
+    if resource_type != _OKE_ADDON or props.get("addonName") != "ClusterAutoscaler":
+        return None
+    out: dict[str, tuple[int, int]] = {}
+    configurations = props.get("configurations")
+    if configurations is UNKNOWN:
+        return {}
+    for item in configurations or ():
+        if not isinstance(item, Mapping) or item.get("key") != "nodes":
+            continue
+        if not isinstance(item.get("value"), str):
+            return {}  # not known yet (preview): the pools it bounds stay unknown
+        for entry in item["value"].split(","):
+            low, high, pool_id = (entry.strip().split(":", 2) + ["", ""])[:3]
+            if low.isdigit() and high.isdigit() and pool_id:
+                out[pool_id] = (int(low), int(high))
+    return out
+
+
+def with_bounds(views: list[PoolView], bounds: list[dict[str, tuple[int, int]]]) -> list[PoolView]:
+    """Views whose pool an autoscaler of the stack bounds get those bounds; while an autoscaler's
+    bounds are unknown, the maximum of the pools it may bound is unknown too."""
+    known = {pool_id: pair for found in bounds for pool_id, pair in found.items()}
+    pending = any(not found for found in bounds)
+    out = []
+    for view in views:
+        if view.resource_id and view.resource_id in known:
+            low, high = known[view.resource_id]
+            view = dataclasses.replace(view, min_nodes=low, max_nodes=high)
+        elif pending and view.resource_type in POOL_TYPES and POOL_TYPES[view.resource_type].bounded_by:
+            view = dataclasses.replace(view, max_nodes=None, unknown=view.unknown | {"max_nodes"})
+        out.append(view)
+    return out
 
 
 _CRONJOB = f"kubernetes:batch/v1:CronJob resources labelled {POOL_LABEL}=<pool> that scale it to zero out of hours"
@@ -260,7 +306,7 @@ POOL_TYPES: dict[str, PoolType] = {t.token: t for t in (
               ON_DEMAND: "placement configs without preemptibleNodeConfig",
               RESERVED: "capacityReservationId in the placement configs"},
              "a cloud-init script in nodeMetadata.user_data that runs the OKE init script with --kubelet-extra-args "
-             '"--register-with-taints=nvidia.com/gpu=present:NoSchedule"', _CRONJOB),
+             '"--register-with-taints=nvidia.com/gpu=present:NoSchedule"', _CRONJOB, bounded_by=_OKE_ADDON),
 )}
 
 
@@ -328,7 +374,7 @@ def pool_view(resource_type: str, props: Props, urn: str = "", name: str = "", p
         min_nodes=fields.min_nodes, max_nodes=fields.max_nodes,
         checkpointing=None if checkpointing is None else checkpointing == "true",
         scheduled=None, cloud_name=fields.cloud_name, pool_label=(labels or {}).get(POOL_LABEL), urn=urn,
-        asg_names=fields.asg_names, protected=protected, ignored_changes=frozenset(ignored_changes),
+        resource_type=resource_type, asg_names=fields.asg_names, resource_id=fields.resource_id, protected=protected, ignored_changes=frozenset(ignored_changes),
         unknown=frozenset(reader.unknown),
     )
 

@@ -258,7 +258,8 @@ RULES: tuple[Rule, ...] = (
          {"maxGpus": {"type": "integer", "minimum": 0,
                       "description": "most GPUs the pools may reach at their maximum size"},
           "maxMonthlyUsd": {"type": "number", "minimum": 0,
-                            "description": "most the pools may cost in a month at their maximum size (list prices)"}}),
+                            "description": "most the pools may cost in a month at their maximum size (list prices)"}},
+         reads=_GPU | {"max_nodes"}),
     Rule("node-pool-replacement", "Changes that replace a GPU node pool are flagged.", ADVISORY, "pool",
          node_pool_replacement),
 )

@@ -80,6 +80,8 @@ class PoolView:
     cloud_name: str | None = None  # the node-pool name on the cloud
     pool_label: str | None = None  # gpustack.dev/pool
     urn: str = ""
+    resource_type: str = ""  # the Pulumi type token (pack only)
+    resource_id: str | None = None  # the cloud's id of the pool, once it exists (stack policies)
     asg_names: tuple[str, ...] = ()  # EKS: the Auto Scaling groups behind the node group, when known
     protected: bool = False
     ignored_changes: frozenset[str] = frozenset()
