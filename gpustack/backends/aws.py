@@ -35,7 +35,7 @@ _SCALING_IGNORED = ["scalingConfig.desiredSize"]
 def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
     settings = dict(target.settings)
     subnet_ids = [str(s) for s in settings["subnet_ids"]]  # type: ignore[union-attr]
-    role_arn, role_ready = _node_role(target, plan, settings.get("node_role_arn"))
+    role_arn, role_ready = _node_role(target, plan, settings.get("node_role_arn")) if target.pools else ("", [])
     cloud = CLOUDS.get(target.cloud)
 
     def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
