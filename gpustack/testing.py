@@ -29,10 +29,13 @@ class Declared:
     parent: str  # the parent's URN ('' for the stack)
     custom: bool  # False for components
     inputs: dict[str, Any]
+    ignore_changes: tuple[str, ...] = ()  # the ignoreChanges option, in the engine's (camelCase) spelling
 
 
 # Canned answers for the data sources (invokes) backends call, keyed by token.
 CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "aws:index/getPartition:getPartition": lambda args: {
+        "id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"},
     "aws:ec2/getSubnet:getSubnet": lambda args: {
         "id": args.get("id", "subnet-0"), "availabilityZone": "us-east-1a", "vpcId": "vpc-0"},
     "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda args: {
@@ -53,7 +56,8 @@ OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "aws:eks/nodeGroup:NodeGroup": lambda name, inputs: {
         "resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}], "arn": f"arn:aws:eks:::{name}"},
     "aws:ec2/launchTemplate:LaunchTemplate": lambda name, inputs: {"latestVersion": 1, "defaultVersion": 1},
-    "aws:iam/role:Role": lambda name, inputs: {"arn": f"arn:aws:iam::123456789012:role/{name}"},
+    "aws:iam/role:Role": lambda name, inputs: {"arn": f"arn:aws:iam::123456789012:role/{name}",
+                                               "name": inputs.get("name", name)},
 }
 
 
@@ -83,7 +87,7 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
             inputs = rpc.deserialize_properties(request.object)
             with self._lock:
                 self.declared.append(Declared(request.type, request.name, response.urn, request.parent,
-                                              bool(request.custom), dict(inputs)))
+                                              bool(request.custom), dict(inputs), tuple(request.ignoreChanges)))
         return response
 
 
