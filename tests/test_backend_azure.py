@@ -170,3 +170,22 @@ def test_only_one_memory_slice_1g_profiles_map_to_mig1g():
     cloud = aks.AKS()
     assert cloud.mig_profiles("H100", ("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")) == (
         "1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
+
+
+def test_a_label_that_cannot_be_an_azure_tag_is_a_located_problem(tmp_path, capsys):
+    spec = write_spec(tmp_path, [{"name": "train", "kind": "training", "gpu": "A10", "replicas": 1,
+                                  "labels": {"example.com/owner": "alice"}}])
+    assert main(["validate", spec]) == 2
+    err = capsys.readouterr().err
+    assert "label 'example.com/owner' becomes an Azure tag, and tag names cannot contain" in err and spec in err
+
+
+def test_an_invalid_or_shared_aks_pool_name_is_a_problem_of_validate(tmp_path, monkeypatch, capsys):
+    workloads = [{"name": "a", "kind": "training", "gpu": "A10", "replicas": 1},
+                 {"name": "b", "kind": "training", "gpu": "A100-80GB", "replicas": 1}]
+    spec = write_spec(tmp_path, workloads)
+    monkeypatch.setattr(aks.AKS, "pool_name", lambda self, name, compact="": "gpu-pool")
+    assert main(["validate", spec]) == 2
+    err = capsys.readouterr().err
+    assert "AKS agent pool name 'gpu-pool' does not match ^[a-z][a-z0-9]{0,11}$" in err
+    assert "would share the AKS name 'gpu-pool'" in err

@@ -47,6 +47,12 @@ SPOT_MAX_PRICE = -1.0  # pay up to the on-demand price; evicted only for capacit
 # Exactly one of the two may own the driver (https://learn.microsoft.com/en-us/azure/aks/use-nvidia-gpu).
 GPU_DRIVER = "Install"
 
+# Azure tag names cannot contain these characters
+# (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/tag-resources#limitations).
+TAG_NAME_FORBIDDEN = "<>%&\\?/"
+# Label keys that are gpustack's or NVIDIA's own and never become tags (as `backends.base.attribution`).
+_NOT_TAGS = ("gpustack.dev/", "nvidia.com/")
+
 # gpuInstanceProfile values and the profile each creates: one profile for every GPU of the pool
 # (MicrosoftDocs/azure-aks-docs articles/aks/gpu-multi-instance.md; GPUInstanceProfile enum).
 GPU_INSTANCE_PROFILES = ALLOWED["gpu_instance_profile"].values
@@ -124,6 +130,11 @@ class AKS(Cloud):
                             f"{', '.join(profiles)}")
         problems.extend(check_enums(agent_pool_enums(pool), ALLOWED, "AKS"))
         problems.extend(check_taints(pool.taints))
+        for key, _ in pool.labels:
+            if not key.startswith(_NOT_TAGS) and any(c in TAG_NAME_FORBIDDEN for c in key):
+                problems.append(f"label {key!r} becomes an Azure tag, and tag names cannot contain any of "
+                                f"{' '.join(TAG_NAME_FORBIDDEN)} (https://learn.microsoft.com/en-us/azure/"
+                                "azure-resource-manager/management/tag-resources#limitations); use a key without them")
         return problems
 
 
