@@ -41,6 +41,8 @@ CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda args: {
         "compartmentId": args.get("compartmentId", ""),
         "availabilityDomains": [{"name": f"Uocm:US-ASHBURN-AD-{i}", "id": f"ad{i}"} for i in (1, 2, 3)]},
+    "oci:ContainerEngine/getCluster:getCluster": lambda args: {
+        "clusterId": args.get("clusterId", ""), "kubernetesVersion": "v1.31.1"},
     "oci:ContainerEngine/getNodePoolOption:getNodePoolOption": lambda args: {
         "nodePoolOptionId": args.get("nodePoolOptionId", "all"),
         "sources": [
@@ -58,6 +60,8 @@ OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "aws:ec2/launchTemplate:LaunchTemplate": lambda name, inputs: {"latestVersion": 1, "defaultVersion": 1},
     "aws:iam/role:Role": lambda name, inputs: {"arn": f"arn:aws:iam::123456789012:role/{name}",
                                                "name": inputs.get("name", name)},
+    # azure-native names the group after its logical name (plus a random suffix, left out here).
+    "azure-native:compute:CapacityReservationGroup": lambda name, inputs: {"name": name},
 }
 
 
@@ -98,6 +102,9 @@ def run_program(spec: str, target: str, program: Callable[[], None] | None = Non
 
     mocks = RecordingMocks()
     monitor = _RecordingMonitor(mocks)
+    # set_mocks keeps an existing root stack: drop the previous run's, or this run's resources
+    # would be parented to the stack of the previous target.
+    pulumi.runtime.settings.set_root_resource(None)  # type: ignore[arg-type]
     pulumi.runtime.set_mocks(mocks, project=project, stack=target, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config({"gpustack:spec": spec, "gpustack:target": target})
 
