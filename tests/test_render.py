@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -140,9 +142,20 @@ def test_values_file_names_the_pinned_chart_and_install_command():
     text = files[VALUES_FILE]
     assert f"helm upgrade --install gpu-operator gpu-operator --repo {CHART_REPOSITORY} --version {CHART_VERSION}" in text
     values = yaml.safe_load(text)
-    assert values["driver"] == {"enabled": False}
-    assert values["devicePlugin"]["config"]["name"] == "gpustack-device-plugin-config"
+    assert values["driver"] == {"enabled": False} and values["toolkit"] == {"enabled": False}
+    assert values["devicePlugin"]["config"] == {"name": "gpustack-device-plugin-config", "default": "default"}
+    assert values["migManager"] == {"enabled": True, "config": {"name": "gpustack-mig-parted-config",
+                                                                "default": "all-disabled"}}
+    assert values["mig"] == {"strategy": "mixed"}
+    # Spot nodes carry a taint; the operator's daemonsets must still run there.
+    assert {"key": "gpustack.dev/spot", "operator": "Exists", "effect": "NoSchedule"} in values["daemonsets"]["tolerations"]
     assert "&" not in text and "*id" not in text, "no YAML anchors"
+
+
+def test_aks_operator_leaves_mig_partitioning_to_the_node_pool():
+    values = yaml.safe_load(render_files(in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target("azure-prod")))[VALUES_FILE])
+    assert values["migManager"] == {"enabled": False}
+    assert values["mig"] == {"strategy": "mixed"}
 
 
 def test_gke_renders_no_operator(tmp_path):
@@ -210,3 +223,12 @@ def test_unknown_target_and_missing_target_are_usage_errors(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["render", str(EXAMPLE)])
     assert exit_info.value.code == 2
+
+
+def test_rendering_never_imports_pulumi(tmp_path):
+    code = ("import sys; from gpustack.cli import main; "
+            f"main(['render', {str(EXAMPLE)!r}, '--target', 'aws-prod', '--out', sys.argv[1]]); "
+            "assert not [m for m in sys.modules if m.startswith('pulumi')], 'pulumi imported'")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr

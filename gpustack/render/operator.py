@@ -4,7 +4,7 @@ Chart `gpu-operator` from NVIDIA's Helm repository (install guide:
 https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/install-gpu-operator.html).
 Value keys, checked against NVIDIA/gpu-operator deployments/gpu-operator/values.yaml (v24.6 era,
 commit d7413be9) and the v26.3.0 chart diff (migManager.config.{default,create,name}):
-`driver.enabled`, `mig.strategy`, `devicePlugin.config.{name,default}`,
+`driver.enabled`, `toolkit.enabled`, `mig.strategy`, `devicePlugin.config.{name,default}`,
 `migManager.{enabled,config.{name,default}}`, `dcgmExporter.{enabled,serviceMonitor.*}`,
 `daemonsets.tolerations`, `node-feature-discovery.worker.tolerations`. ServiceMonitor relabelings
 are prometheus-operator RelabelConfigs (camelCase keys: the ClusterPolicy field is
@@ -13,7 +13,12 @@ are prometheus-operator RelabelConfigs (camelCase keys: the ClusterPolicy field 
 Decisions, from the cloud's facts and the plan only:
 - the operator runs unless the cloud shares GPUs natively in every mode (it then runs its own
   device plugin, e.g. GKE);
-- `driver.enabled: false` everywhere: the node images gpustack uses carry the NVIDIA driver;
+- `driver.enabled: false` and `toolkit.enabled: false` everywhere: the node images gpustack uses
+  (EKS AL2023 NVIDIA AMI, AKS pools with the AKS-installed driver, OKE GPU images) carry the NVIDIA
+  driver and container toolkit. Amazon's words for its AMI: "you must disable the operator
+  installation of the driver and toolkit, as these are already included"
+  (https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html); for AKS and OKE the
+  toolkit is inferred from their GPU images running GPU pods without the operator;
 - the MIG manager is off where the node pool partitions MIG itself (AKS gpuInstanceProfile), so the
   operator never repartitions those nodes;
 - the operator's daemonsets (and node-feature-discovery, which finds the GPU nodes) tolerate every
@@ -78,6 +83,7 @@ def values(target: TargetPlan, cloud: Cloud) -> dict[str, Any]:
         mig_manager["config"] = {"name": nvidia.MIG_PARTED_CONFIGMAP, "default": nvidia.ALL_DISABLED}
     return {
         "driver": {"enabled": False},
+        "toolkit": {"enabled": False},
         "mig": {"strategy": nvidia.mig_strategy(target)},
         "devicePlugin": {"config": {"name": nvidia.DEVICE_PLUGIN_CONFIGMAP, "default": nvidia.DEFAULT_CONFIG}},
         "migManager": mig_manager,
