@@ -57,7 +57,8 @@ def validate(obj: dict) -> None:
     if key in CRD_SCHEMAS:
         jsonschema.validate(obj, CRD_SCHEMAS[key])
     else:
-        assert kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True) == "1.31"
+        used = kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        assert used == KUBERNETES_VERSION.rsplit(".", 1)[0], "validated against another Kubernetes release"
     meta = obj["metadata"]
     assert DNS_SUBDOMAIN.match(meta["name"]) and len(meta["name"]) <= 253
     for key, value in meta.get("labels", {}).items():
@@ -140,7 +141,8 @@ def test_every_file_holds_one_object_with_the_generated_header():
 def test_values_file_names_the_pinned_chart_and_install_command():
     files = render_files(in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target("aws-prod")))
     text = files[VALUES_FILE]
-    assert f"helm upgrade --install gpu-operator gpu-operator --repo {CHART_REPOSITORY} --version {CHART_VERSION}" in text
+    assert (f"helm upgrade --install gpu-operator gpu-operator --repo {CHART_REPOSITORY} "
+            f"--version {CHART_VERSION}") in text
     values = yaml.safe_load(text)
     assert values["driver"] == {"enabled": False} and values["toolkit"] == {"enabled": False}
     assert values["devicePlugin"]["config"] == {"name": "gpustack-device-plugin-config", "default": "default"}
@@ -148,7 +150,8 @@ def test_values_file_names_the_pinned_chart_and_install_command():
                                                                 "default": "all-disabled"}}
     assert values["mig"] == {"strategy": "mixed"}
     # Spot nodes carry a taint; the operator's daemonsets must still run there.
-    assert {"key": "gpustack.dev/spot", "operator": "Exists", "effect": "NoSchedule"} in values["daemonsets"]["tolerations"]
+    spot = {"key": "gpustack.dev/spot", "operator": "Exists", "effect": "NoSchedule"}
+    assert spot in values["daemonsets"]["tolerations"]
     assert "&" not in text and "*id" not in text, "no YAML anchors"
 
 
@@ -214,6 +217,18 @@ def test_an_interrupted_render_leaves_the_previous_output(tmp_path, monkeypatch)
     monkeypatch.undo()
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_an_unwritable_destination_is_reported_not_a_crash(tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", denied)
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "Permission denied" in err and "internal error" not in err
 
 
 def test_unknown_target_and_missing_target_are_usage_errors(tmp_path, capsys):

@@ -20,6 +20,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from gpustack.commands._shared import compile_spec, print_warnings, select_target
+    from gpustack.errors import UsageError
     from gpustack.render import in_cluster
     from gpustack.render.files import render_files, write_tree
 
@@ -30,7 +31,10 @@ def run(args: argparse.Namespace) -> int:
     rendered = in_cluster(plan, target)
     files = render_files(rendered)
     out = Path(args.out) if args.out else Path("rendered") / target.name
-    write_tree(out, files)
+    try:
+        write_tree(out, files)
+    except OSError as exc:  # a read-only or full disk is the user's to fix, not a bug
+        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
     extra = " and the GPU Operator's Helm values" if rendered.operator else ""
     print(f"{out}: {len(rendered.objects)} objects{extra} for target {target.name}")
     return 0

@@ -77,7 +77,8 @@ def render_files(rendered: InCluster) -> dict[str, str]:
             + "#   kubectl apply -f .\n"
             + f"#   {install_command(release, VALUES_FILE)}\n"
             + dump_yaml(release.values))
-    files[MARKER] = f"gpustack render output for target {rendered.target}; the whole directory is replaced on each run.\n"
+    files[MARKER] = (f"gpustack render output for target {rendered.target}; "
+                     "the whole directory is replaced on each run.\n")
     return files
 
 
