@@ -77,6 +77,8 @@ def _crons(moments: Iterable[int]) -> tuple[str, ...]:
 def cron_days(weekdays: set[int] | tuple[int, ...]) -> str:
     """A day-of-week field for days numbered 0 = Monday: {0..4} -> "1-5", {5, 6} -> "0,6"."""
     numbers = sorted({(day + 1) % 7 for day in weekdays})
+    if not numbers:
+        raise ValueError("a schedule needs at least one day")
     if len(numbers) == 7:
         return "*"
     runs: list[list[int]] = []

@@ -96,8 +96,10 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
 
 
 def run_program(spec: str, target: str, program: Callable[[], None] | None = None,
-                project: str = "gpustack") -> list[Declared]:
-    """Everything the program declares for `target`, sorted by URN (stable across runs)."""
+                project: str = "gpustack", config: dict[str, str] | None = None) -> list[Declared]:
+    """Everything the program declares for `target`, sorted by URN (stable across runs).
+
+    `config` adds Pulumi config (full keys, e.g. {"gpustack:kubeconfig": "..."}; all kept secret)."""
     from gpustack.program import main
 
     mocks = RecordingMocks()
@@ -106,7 +108,9 @@ def run_program(spec: str, target: str, program: Callable[[], None] | None = Non
     # would be parented to the stack of the previous target.
     pulumi.runtime.settings.set_root_resource(None)  # type: ignore[arg-type]
     pulumi.runtime.set_mocks(mocks, project=project, stack=target, preview=False, monitor=monitor)
-    pulumi.runtime.set_all_config({"gpustack:spec": spec, "gpustack:target": target})
+    extra = dict(config or {})
+    pulumi.runtime.set_all_config({"gpustack:spec": spec, "gpustack:target": target, **extra},
+                                  secret_keys=sorted(extra))
 
     @pulumi.runtime.test
     def run() -> None:
