@@ -106,3 +106,12 @@ def test_every_cloud_names_known_fields_with_a_source():
 def _any_pool():
     target = build_plan(load_text(spec_text([NOTEBOOKS], ("aws",)), "s.yaml")).targets[0]
     return target, target.pools[0]
+
+
+def test_the_docs_list_every_replacing_field_of_every_cloud():
+    from conftest import ROOT
+
+    docs = (ROOT / "docs" / "previews.md").read_text()
+    for cloud in CLOUDS:
+        for key in cloud.replacing_changes:
+            assert f"`{key}`" in docs, (cloud.name, key)
