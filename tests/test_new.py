@@ -137,6 +137,16 @@ def test_an_empty_directory_is_used(tmp_path):
     assert (directory / "stacks" / "gpustack.yaml").is_file()
 
 
+def test_a_fresh_git_repository_counts_as_empty(tmp_path):
+    directory = tmp_path / "repo"
+    (directory / ".git").mkdir(parents=True)
+    (directory / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    assert main(["new", str(directory)]) == 0
+    assert (directory / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert (directory / "stacks" / "gpustack.yaml").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["repo"]
+
+
 def test_an_interrupted_run_leaves_nothing_behind(tmp_path, monkeypatch):
     directory = tmp_path / "project"
     written = []

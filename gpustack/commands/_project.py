@@ -121,11 +121,12 @@ def _staging_directory(parent: Path, name: str) -> Path:
 
 
 def write_project(directory: Path, files: Mapping[str, str], force: bool) -> str:
-    """Write `files` under `directory`; returns how ('created' or 'updated')."""
+    """Write `files` under `directory`; returns how ('created' or 'written')."""
     existing = directory.exists()
     if existing and not directory.is_dir():
         raise UsageError(f"{directory}: exists and is not a directory")
-    non_empty = existing and any(directory.iterdir())
+    contents = [p.name for p in directory.iterdir()] if existing else []
+    non_empty = any(name != ".git" for name in contents)  # a fresh `git init` counts as empty
     if non_empty and not force:
         raise UsageError(f"{directory}: is not empty; choose an empty or new directory, or pass --force to "
                          "overwrite the files gpustack generates (others are left alone)")
@@ -138,16 +139,17 @@ def write_project(directory: Path, files: Mapping[str, str], force: bool) -> str
             path = staging / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        if not non_empty:
+        if not contents:
             if existing:
                 directory.rmdir()  # empty: replaced by the complete tree in one rename
             os.rename(staging, directory)
             return "created"
-        # --force on a non-empty directory: each generated file replaces its old version atomically.
+        # A directory with other files (a git repository, or anything with --force): each generated
+        # file replaces its old version in one rename; the other files stay as they are.
         for relative in files:
             target = directory / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(staging / relative, target)
-        return "updated"
+        return "written"
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
     files = render_project(name, args.cloud or CLOUDS.names())
     check_plans(files)
     how = write_project(directory, files, args.force)
-    print(f"{directory}: {how} a gpustack project ({len(files)} files)")
+    print(f"{directory}: {how} a gpustack project ({len(files)} files)" if how == "created" else
+          f"{directory}: wrote the {len(files)} files of a gpustack project")
     for path in files:
         print(f"  {path}")
     print(f"Next: cd {directory} && python -m venv .venv && .venv/bin/pip install -r requirements.txt && "
