@@ -66,8 +66,8 @@ def _target(t: TargetDiff) -> dict[str, object]:
 
 def _section(kind: str, pools: list[PoolChange], cloud: str) -> str:
     if kind == "replaced":
-        rows = [(_pool(p.name, p.cloud_name, cloud), _becomes(p, cloud), _fields(p.fields), _why(p, cloud), _cost_change(p))
-                for p in pools]
+        rows = [(_pool(p.name, p.cloud_name, cloud), _becomes(p, cloud), _fields(p.fields), _why(p, cloud),
+                 _cost_change(p)) for p in pools]
         return table(("pool", "becomes", "what changes", "why", "$/month"), "llllr", rows)
     if kind == "repartitioned":
         rows = [(_pool(p.name, p.cloud_name, cloud), _fields(p.fields), _linked(p.why), _cost_change(p))
