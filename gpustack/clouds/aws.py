@@ -119,6 +119,19 @@ class EKS(Cloud):
     spot_node_label = ("eks.amazonaws.com/capacityType", "SPOT")
     spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")
 
+    # Node-group fields that are ForceNew in the Terraform provider pulumi-aws bridges (labels, taints
+    # and scaling update in place); read by `gpustack diff`.
+    _FORCENEW_NODE_GROUP = ("https://github.com/hashicorp/terraform-provider-aws/blob/"
+                            "012e0a32f0686212f447447fd3d81c3d0ce256ad/internal/service/eks/node_group.go")
+    replacing_changes = {
+        "instance_type": f"instance_types is ForceNew on a managed node group ({_FORCENEW_NODE_GROUP})",
+        "capacity": "capacity_type (ON_DEMAND / SPOT) and the launch template that targets a capacity "
+                    f"reservation are ForceNew ({_FORCENEW_NODE_GROUP})",
+        "cluster": f"cluster_name is ForceNew ({_FORCENEW_NODE_GROUP})",
+        "settings.subnet_ids": f"subnet_ids is ForceNew ({_FORCENEW_NODE_GROUP})",
+        "settings.node_role_arn": f"node_role_arn is ForceNew ({_FORCENEW_NODE_GROUP})",
+    }
+
     def check_pool(self, pool: "Pool") -> list[str]:
         problems = enum_problems(self.display_name, pool_enums(pool))
         if not self.pool_names.fits(pool.cloud_name):

@@ -137,6 +137,23 @@ class AKS(Cloud):
                                 "azure-resource-manager/management/tag-resources#limitations); use a key without them")
         return problems
 
+    # Agent-pool properties AKS cannot change after creation; read by `gpustack diff`. A key
+    # "field:value" matches a change to or from that value only.
+    _FORCENEW_PULUMI = "https://github.com/pulumi/pulumi-azure-native/pull/3655"
+    _FORCENEW_POOL_ID = "https://learn.microsoft.com/en-us/rest/api/aks/agent-pools/create-or-update"
+    replacing_changes = {
+        "instance_type": "AKS cannot change the VM size of a node pool after it is created "
+                         "(https://learn.microsoft.com/en-us/azure/aks/manage-node-pools#limitations); "
+                         f"pulumi-azure-native replaces the pool ({_FORCENEW_PULUMI})",
+        "sharing.mig": "AKS cannot change the GPU instance profile (gpuInstanceProfile) after node pool creation "
+                       "(https://learn.microsoft.com/en-us/azure/aks/gpu-multi-instance); pulumi-azure-native "
+                       f"replaces the pool ({_FORCENEW_PULUMI})",
+        "capacity:spot": "AKS cannot change a pool's scaleSetPriority (Spot or Regular) after creation "
+                         "(https://learn.microsoft.com/en-us/azure/aks/spot-node-pool#limitations)",
+        "cluster": f"the cluster name is part of the agent pool's resource id ({_FORCENEW_POOL_ID})",
+        "settings.resource_group": f"the resource group is part of the agent pool's resource id ({_FORCENEW_POOL_ID})",
+    }
+
 
 def _shape_of(profile: str) -> str:
     return profile.split(".", 1)[0]

@@ -209,6 +209,28 @@ class GKE(Cloud):
         allowed = _PARTITION_SIZES.get(gpu, ())
         return tuple(p for p in mig_profiles if p in allowed)
 
+    # Node-pool fields that are ForceNew in the Terraform provider pulumi-gcp bridges (labels, taints,
+    # node_locations and autoscaling update in place); read by `gpustack diff`.
+    _FORCENEW_NODE_CONFIG = ("https://github.com/hashicorp/terraform-provider-google/blob/"
+                             "8da4e91560e76da82f5cb52bc4c4d16dcd034bf8/google/services/container/node_config.go")
+    _FORCENEW_NODE_POOL = ("https://github.com/hashicorp/terraform-provider-google/blob/"
+                           "8da4e91560e76da82f5cb52bc4c4d16dcd034bf8/google/services/container/"
+                           "resource_container_node_pool.go")
+    _FORCENEW_ACCELERATOR = ("the GKE API does not update an accelerator's type or count in place "
+                             "(https://github.com/GoogleCloudPlatform/magic-modules/pull/18493)")
+    replacing_changes = {
+        "instance_type": f"node_config.machine_type is ForceNew ({_FORCENEW_NODE_CONFIG})",
+        "gpu": f"guest_accelerator.type is ForceNew ({_FORCENEW_NODE_CONFIG}); {_FORCENEW_ACCELERATOR}",
+        "gpus_per_node": f"guest_accelerator.count is ForceNew ({_FORCENEW_NODE_CONFIG}); {_FORCENEW_ACCELERATOR}",
+        "capacity": f"node_config.spot and node_config.reservation_affinity are ForceNew ({_FORCENEW_NODE_CONFIG})",
+        "sharing.mode": f"guest_accelerator.gpu_sharing_config is ForceNew ({_FORCENEW_NODE_CONFIG})",
+        "sharing.replicas": "guest_accelerator.gpu_sharing_config.max_shared_clients_per_gpu is ForceNew "
+                            f"({_FORCENEW_NODE_CONFIG})",
+        "sharing.mig": f"guest_accelerator.gpu_partition_size is ForceNew ({_FORCENEW_NODE_CONFIG})",
+        "cluster": f"cluster is ForceNew ({_FORCENEW_NODE_POOL})",
+        "settings.project": f"project is ForceNew ({_FORCENEW_NODE_POOL})",
+    }
+
     def check_pool(self, pool: "Pool") -> list[str]:
         problems = enum_problems(self.display_name, pool_enums(pool))
         if not self.pool_names.fits(pool.cloud_name):

@@ -82,6 +82,16 @@ class OKE(Cloud):
             return f"bare-metal shapes such as {instance_type} cannot be preemptible ({_PREEMPTIBLE})"
         return None
 
+    # Node-pool fields that are ForceNew in the Terraform provider pulumi-oci bridges (node_shape,
+    # initial_node_labels and placement configs update in place); read by `gpustack diff`.
+    _FORCENEW_NODE_POOL = ("https://github.com/oracle/terraform-provider-oci/blob/"
+                           "0099227f65258820aa259e044f465748fda8a211/"
+                           "internal/service/containerengine/containerengine_node_pool_resource.go")
+    replacing_changes = {
+        "cluster": f"cluster_id is ForceNew ({_FORCENEW_NODE_POOL})",
+        "settings.compartment_id": f"compartment_id is ForceNew ({_FORCENEW_NODE_POOL})",
+    }
+
     def check_pool(self, pool: "Pool") -> list[str]:
         problems = []
         if not self.pool_names.fits(pool.cloud_name):
