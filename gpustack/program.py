@@ -6,6 +6,10 @@ provider SDKs are imported only here and below.
 
     gpustack:spec    path of the spec, relative to the Pulumi project (e.g. stacks/gpustack.yaml)
     gpustack:target  the target name in that spec (one stack per target)
+    gpustack:kubeconfig  (secret, optional) the cluster's kubeconfig: with it, the in-cluster layer
+                     (GPU Operator, dev auto-stop CronJobs, idle-GPU alerts) is declared too;
+                     without it that layer is skipped, with a message (`gpustack render` writes
+                     the same objects as YAML for GitOps)
 """
 
 from __future__ import annotations
@@ -38,9 +42,22 @@ def main() -> None:
     plan, target = compile_target(config.require("spec"), config.require("target"))
     backend = importlib.import_module(CLOUDS.get(target.cloud).backend)
     pools = backend.declare(target, plan)
+    declare_in_cluster(config, target, plan)
     pulumi.export("target", target.name)
     pulumi.export("cloud", target.cloud)
     pulumi.export("pools", {name: component.outputs for name, component in sorted(pools.items())})
     pulumi.export("gpus", {"baseline": target.gpus.baseline, "required": target.gpus.required,
                            "provisioned": target.gpus.provisioned})
     pulumi.export("estimated_monthly_cost_usd", round(target.cost.planned_monthly_usd, 2))
+
+
+def declare_in_cluster(config: pulumi.Config, target: TargetPlan, plan: Plan) -> None:
+    kubeconfig = config.get_secret("kubeconfig")
+    if kubeconfig is None:
+        pulumi.log.info("gpustack: gpustack:kubeconfig is not set, so the in-cluster layer (GPU Operator, "
+                        "auto-stop CronJobs, idle-GPU alerts) is not declared; set it with `pulumi config set "
+                        "--secret gpustack:kubeconfig ...`, or apply the output of `gpustack render`")
+        return
+    from gpustack.backends import kubernetes
+
+    kubernetes.declare(target, plan, kubeconfig)

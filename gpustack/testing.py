@@ -29,15 +29,20 @@ class Declared:
     parent: str  # the parent's URN ('' for the stack)
     custom: bool  # False for components
     inputs: dict[str, Any]
+    ignore_changes: tuple[str, ...] = ()  # the ignoreChanges option, in the engine's (camelCase) spelling
 
 
 # Canned answers for the data sources (invokes) backends call, keyed by token.
 CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "aws:index/getPartition:getPartition": lambda args: {
+        "id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"},
     "aws:ec2/getSubnet:getSubnet": lambda args: {
         "id": args.get("id", "subnet-0"), "availabilityZone": "us-east-1a", "vpcId": "vpc-0"},
     "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda args: {
         "compartmentId": args.get("compartmentId", ""),
         "availabilityDomains": [{"name": f"Uocm:US-ASHBURN-AD-{i}", "id": f"ad{i}"} for i in (1, 2, 3)]},
+    "oci:ContainerEngine/getCluster:getCluster": lambda args: {
+        "clusterId": args.get("clusterId", ""), "kubernetesVersion": "v1.31.1"},
     "oci:ContainerEngine/getNodePoolOption:getNodePoolOption": lambda args: {
         "nodePoolOptionId": args.get("nodePoolOptionId", "all"),
         "sources": [
@@ -53,7 +58,10 @@ OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "aws:eks/nodeGroup:NodeGroup": lambda name, inputs: {
         "resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}], "arn": f"arn:aws:eks:::{name}"},
     "aws:ec2/launchTemplate:LaunchTemplate": lambda name, inputs: {"latestVersion": 1, "defaultVersion": 1},
-    "aws:iam/role:Role": lambda name, inputs: {"arn": f"arn:aws:iam::123456789012:role/{name}"},
+    "aws:iam/role:Role": lambda name, inputs: {"arn": f"arn:aws:iam::123456789012:role/{name}",
+                                               "name": inputs.get("name", name)},
+    # azure-native names the group after its logical name (plus a random suffix, left out here).
+    "azure-native:compute:CapacityReservationGroup": lambda name, inputs: {"name": name},
 }
 
 
@@ -83,19 +91,26 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
             inputs = rpc.deserialize_properties(request.object)
             with self._lock:
                 self.declared.append(Declared(request.type, request.name, response.urn, request.parent,
-                                              bool(request.custom), dict(inputs)))
+                                              bool(request.custom), dict(inputs), tuple(request.ignoreChanges)))
         return response
 
 
 def run_program(spec: str, target: str, program: Callable[[], None] | None = None,
-                project: str = "gpustack") -> list[Declared]:
-    """Everything the program declares for `target`, sorted by URN (stable across runs)."""
+                project: str = "gpustack", config: dict[str, str] | None = None) -> list[Declared]:
+    """Everything the program declares for `target`, sorted by URN (stable across runs).
+
+    `config` adds Pulumi config (full keys, e.g. {"gpustack:kubeconfig": "..."}; all kept secret)."""
     from gpustack.program import main
 
     mocks = RecordingMocks()
     monitor = _RecordingMonitor(mocks)
+    # set_mocks keeps an existing root stack: drop the previous run's, or this run's resources
+    # would be parented to the stack of the previous target.
+    pulumi.runtime.settings.set_root_resource(None)  # type: ignore[arg-type]
     pulumi.runtime.set_mocks(mocks, project=project, stack=target, preview=False, monitor=monitor)
-    pulumi.runtime.set_all_config({"gpustack:spec": spec, "gpustack:target": target})
+    extra = dict(config or {})
+    pulumi.runtime.set_all_config({"gpustack:spec": spec, "gpustack:target": target, **extra},
+                                  secret_keys=sorted(extra))
 
     @pulumi.runtime.test
     def run() -> None:

@@ -10,7 +10,6 @@ import pytest
 
 from conftest import EXAMPLE, ROOT, spec_text
 from gpustack.cli import main
-from gpustack.clouds import CLOUDS
 
 LABELS = {"team": "ml-platform", "environment": "prod"}
 CHECKPOINTED = {"name": "pretrain", "kind": "training", "gpu": "H100", "gpus": 8, "replicas": 1, "checkpointing": True}
@@ -114,20 +113,26 @@ def test_json_output_names_rule_target_pool_and_fix(tmp_path, capsys):
     assert violation["pool"].startswith("train-a100-80gb-spot-") and violation["fix"].startswith("run it on on-demand")
 
 
-def test_replacing_changes_against_a_baseline_are_advisory(tmp_path, capsys, monkeypatch):
+def test_replacing_changes_against_a_baseline_are_advisory(tmp_path, capsys):
     old = write(tmp_path, [CHECKPOINTED], name="old.yaml")
-    new = write(tmp_path, [CHECKPOINTED], name="new.yaml", labels={**LABELS, "team": "research"})
-    assert check(capsys, new, "--baseline", old) == (0, "aws-t: passes\n", "")  # no replacing changes known yet
-    monkeypatch.setattr(type(CLOUDS.get("aws")), "replacing_changes",
-                        {"labels": "node labels are set at node creation (test)"}, raising=False)
-    code, out, _ = check(capsys, new, "--baseline", old)
-    assert code == 0 and "ADVISORY   node-pool-replacement  train-h100-spot-p5-48xlarge" in out
-    assert "this change replaces the node pool, draining every node of it: labels.team: 'ml-platform' -> " \
-           "'research' (node labels are set at node creation (test))." in out
-    assert check(capsys, new)[0] == 0 and "node-pool-replacement" not in check(capsys, new)[1]  # no baseline
+    assert check(capsys, old, "--baseline", old) == (0, "aws-t: passes\n", "")
+    # Same pool, new subnets: EKS recreates the node group.
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(open(old).read().replace("subnet-0a1b", "subnet-0c2d"))
+    code, out, _ = check(capsys, str(moved), "--baseline", old)
+    assert code == 0 and "aws-t: passes, 1 advisory" in out
+    assert "ADVISORY   node-pool-replacement  train-h100-spot-p5-48xlarge" in out
+    assert "this change replaces a node pool, draining its nodes: in place:" in out
+    assert "settings.subnet_ids: subnet-0a1b -> subnet-0c2d (subnet_ids is ForceNew" in out
+    # No checkpointing any more: the pool moves from spot to on-demand, a new pool takes over.
+    unsafe = write(tmp_path, [{**CHECKPOINTED, "checkpointing": False}], name="unsafe.yaml")
+    code, out, _ = check(capsys, unsafe, "--baseline", old)
+    assert "node-pool-replacement  train-h100-ondemand-p5-48xlarge" in out
+    assert "node pool train-h100-spot-p5-48xlarge gives way to it" in out and "capacity: spot -> on-demand" in out
+    assert "node-pool-replacement" not in check(capsys, str(moved))[1]  # no baseline, nothing to compare
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps({"node-pool-replacement": "mandatory"}))
-    assert check(capsys, new, "--baseline", old, "--config", str(config))[0] == 1
+    assert check(capsys, str(moved), "--baseline", old, "--config", str(config))[0] == 1
 
 
 @pytest.mark.parametrize("content, message", [

@@ -31,7 +31,7 @@ def test_plan_views_carry_what_the_rules_read():
             assert view.labels["team"] == "ml-platform" and view.labels["environment"] == "prod"
             assert view.checkpointing is (None if view.kind in ("inference", "notebook") else view.checkpointing)
             assert view.scheduled is (view.kind == "notebook")
-            assert view.plan_fields["name"] == view.name
+            assert view.replacements == ()  # no baseline
     ranker = [v for v in views["aws-prod"] if v.workloads == ("ranker-train",)][0]
     assert ranker.capacities == {"on-demand"} and ranker.checkpointing is False  # fine: not spot
 
@@ -51,7 +51,7 @@ def test_one_rule_judges_a_plan_pool_and_a_resource_alike():
              "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}],
              "scalingConfig": {"minSize": 0.0, "maxSize": 1.0, "desiredSize": 0.0}}
     resource = pool_view("aws:eks/nodeGroup:NodeGroup", props, "urn:pulumi:aws-t::p::aws:eks/nodeGroup:NodeGroup::"
-                         + plan_pool.name, plan_pool.name)
+                         + plan_pool.name, plan_pool.name, protected=True)  # no replacement advisory
     config = settings()
     from_plan = evaluate({"aws-t": [plan_pool]}, config)
     from_resource = evaluate({"aws-t": [resource]}, config)

@@ -232,3 +232,18 @@ def test_targets_table_covers_every_registered_cloud():
     from gpustack.clouds import CLOUDS as REGISTRY
 
     assert set(TARGETS) == set(REGISTRY.names()) == set(CLOUDS)
+
+
+def test_replicas_min_zero_plans_no_reservation():
+    serve = {"name": "s", "kind": "inference", "gpu": "A100-80GB", "mig": "3g.40gb",
+             "replicas": {"min": 0, "max": 4}}
+    [pool] = plan_of([serve]).targets[0].pools
+    assert (pool.capacity, pool.reserved_nodes, pool.min_nodes) == ("on-demand", 0, 0)
+
+
+def test_a_window_crossing_midnight_counts_its_hours_once():
+    notebook = {"name": "nb", "kind": "notebook", "gpu": "T4", "gpus": 1, "replicas": 1,
+                "schedule": {"days": "Mon-Fri", "hours": "22:00-06:00", "timezone": "UTC"}}
+    [pool] = plan_of([notebook]).targets[0].pools
+    assert pool.schedule.active_hours_per_week == 40  # 5 nights of 8 hours
+    assert round(pool.hours_per_month, 2) == round(40 * 730 / 168, 2)

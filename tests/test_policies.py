@@ -325,17 +325,26 @@ def test_oke_bounds_come_from_the_cluster_autoscaler_add_on():
 
 
 # -- node-pool-replacement ----------------------------------------------------------------------------
-@pytest.mark.parametrize("cloud, path", [("aws", "instanceTypes"), ("gcp", "nodeConfig.machineType"),
-                                         ("azure", "vmSize"), ("oci", "nodeShape")])
-def test_replacement_is_flagged_on_unprotected_pools(cloud, path, monkeypatch):
-    assert validate_resource("node-pool-replacement", cloud, Pool()) == []  # no replacing changes known
-    monkeypatch.setattr(type(CLOUDS.get(cloud)), "replacing_changes",
-                        {"instance_type": "a new instance type recreates the pool (test)"}, raising=False)
+@pytest.mark.parametrize("cloud, paths", [
+    ("aws", "capacityType, clusterName, instanceTypes, nodeRoleArn, subnetIds"),
+    ("gcp", "cluster, nodeConfig.guestAccelerators, nodeConfig.machineType, nodeConfig.spot, project"),
+    ("azure", "gpuInstanceProfile, resourceGroupName, resourceName, scaleSetPriority, vmSize"),
+    ("oci", "clusterId, compartmentId"),
+])
+def test_replacement_is_flagged_on_unprotected_pools(cloud, paths):
     (message,) = validate_resource("node-pool-replacement", cloud, Pool())
-    assert f"a change to {path} replaces this GPU node pool" in message and "pulumi preview --diff" in message
+    assert f"exposed to replacement: a change to {paths} recreates it" in message and "protect: true" in message
     token = TOKENS[cloud]
     protected = ResourceValidationArgs(token, RENDER[cloud](Pool()), urn(token, "p"), "p",
                                        PolicyResourceOptions(True, [], None, [], None, [], None), None)
+    pinned = ResourceValidationArgs(token, RENDER[cloud](Pool()), urn(token, "p"), "p",
+                                    PolicyResourceOptions(False, paths.split(", "), None, [], None, [], None), None)
     messages: list[str] = []
-    POLICIES["node-pool-replacement"].validate(protected, lambda m, urn=None: messages.append(m))
+    for args in (protected, pinned):
+        POLICIES["node-pool-replacement"].validate(args, lambda m, urn=None: messages.append(m))
     assert messages == []
+
+
+def test_replacement_follows_the_clouds_data(monkeypatch):
+    monkeypatch.setattr(type(CLOUDS.get("oci")), "replacing_changes", {})
+    assert validate_resource("node-pool-replacement", "oci", Pool()) == []

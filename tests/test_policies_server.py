@@ -33,9 +33,11 @@ def analyzer():
         pack.wait(timeout=30)
 
 
-def analyze(stub, props: dict) -> list[tuple[str, str]]:
+def analyze(stub, props: dict, protect: bool = True) -> list[tuple[str, str]]:
+    """Diagnostics for an EKS node group; protected, so the replacement advisory stays out of the way."""
     request = analyzer_pb2.AnalyzeRequest(type=EKS, properties=json_format.ParseDict(props, struct_pb2.Struct()),
-                                          urn=f"urn:pulumi:prod::ml::{EKS}::train", name="train")
+                                          urn=f"urn:pulumi:prod::ml::{EKS}::train", name="train",
+                                          options=analyzer_pb2.AnalyzerResourceOptions(protect=protect))
     return [(d.policyName, d.message) for d in stub.Analyze(request).diagnostics]
 
 
@@ -56,6 +58,8 @@ def test_a_resource_is_judged_through_the_engine_protocol(analyzer):
     found = analyze(analyzer, UNTAINTED)
     assert [name for name, _ in found] == ["gpu-pool-taint"]
     assert "[gpu-pool-taint] prod, pool train: GPU pool without the nvidia.com/gpu NoSchedule taint" in found[0][1]
+    exposed = analyze(analyzer, UNTAINTED, protect=False)
+    assert [name for name, _ in exposed] == ["gpu-pool-taint", "node-pool-replacement"]
 
 
 def test_a_value_unknown_in_preview_is_skipped_not_a_crash(analyzer):

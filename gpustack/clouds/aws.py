@@ -1,9 +1,97 @@
-"""Amazon EKS: managed node groups."""
+"""Amazon EKS: managed node groups, with the enum values gpustack sends to EKS and EC2."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpustack.clouds import CLOUDS
+from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.base import Cloud, NameRule, Setting
+
+if TYPE_CHECKING:
+    from gpustack.plan.model import Pool
+
+_NODEGROUP_API = "https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html"
+_TAINT_API = "https://docs.aws.amazon.com/eks/latest/APIReference/API_Taint.html"
+_ACCELERATED_AMIS = "https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html"
+_CAPACITY_RESERVATION_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateCapacityReservation.html"
+
+# Nodegroup capacityType (_NODEGROUP_API). A reserved floor is on-demand capacity backed by a
+# targeted capacity reservation; CAPACITY_BLOCK is for EC2 Capacity Blocks, which gpustack does not buy.
+CAPACITY_TYPES = frozenset({"ON_DEMAND", "SPOT", "CAPACITY_BLOCK"})
+_CAPACITY_TYPE = {"spot": "SPOT", "on-demand": "ON_DEMAND", "reserved": "ON_DEMAND"}
+
+# Nodegroup amiType, all values of the AMITypes enum (_NODEGROUP_API).
+AMI_TYPES = frozenset({
+    "AL2_x86_64", "AL2_x86_64_GPU", "AL2_ARM_64", "CUSTOM",
+    "BOTTLEROCKET_ARM_64", "BOTTLEROCKET_x86_64", "BOTTLEROCKET_ARM_64_FIPS", "BOTTLEROCKET_x86_64_FIPS",
+    "BOTTLEROCKET_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA",
+    "WINDOWS_CORE_2019_x86_64", "WINDOWS_FULL_2019_x86_64", "WINDOWS_CORE_2022_x86_64", "WINDOWS_FULL_2022_x86_64",
+    "AL2023_x86_64_STANDARD", "AL2023_ARM_64_STANDARD", "AL2023_x86_64_NEURON",
+    "AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA",
+})
+# The AL2023 NVIDIA AMI per instance family, from the accelerated-AMI table (_ACCELERATED_AMIS):
+# Graviton (g5g) and Grace (p6e-gb200, p6e-gb300) families need the ARM variant. AL2 reached end of
+# support for EKS in November 2025, so GPU pools use AL2023.
+_X86_NVIDIA = ("p6-b300", "p6-b200", "p5", "p5e", "p5en", "p4d", "p4de", "p3", "p3dn",
+               "g7e", "gr6", "g6", "g6e", "g6f", "gr6f", "g5", "g4dn")
+_ARM_NVIDIA = ("g5g", "p6e-gb200", "p6e-gb300")
+NVIDIA_AMI_TYPE_BY_FAMILY = {**{f: "AL2023_x86_64_NVIDIA" for f in _X86_NVIDIA},
+                             **{f: "AL2023_ARM_64_NVIDIA" for f in _ARM_NVIDIA}}
+
+# Taint effects (_TAINT_API), from the Kubernetes spelling the plan uses.
+TAINT_EFFECTS = frozenset({"NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"})
+_TAINT_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+MAX_TAINTS = 50  # per node group (docstring of aws.eks.NodeGroup.taints, pulumi-aws 7.51.1)
+
+# The capacity reservation of a reserved floor (_CAPACITY_RESERVATION_API). "targeted": only
+# instances that name the reservation (the pool's launch template) may use it, so other on-demand
+# launches in the account cannot eat the floor; "unlimited": it lasts until the pool is removed.
+# The platforms below are the ones the API reference and the SDK docstring name first; the API has
+# more (SQL Server and RHEL variants), which gpustack never sends.
+INSTANCE_PLATFORMS = frozenset({"Linux/UNIX", "Red Hat Enterprise Linux", "SUSE Linux", "Windows",
+                                "Windows with SQL Server"})
+INSTANCE_MATCH_CRITERIA = frozenset({"open", "targeted"})
+END_DATE_TYPES = frozenset({"unlimited", "limited"})
+RESERVATION_INSTANCE_PLATFORM = "Linux/UNIX"
+RESERVATION_MATCH_CRITERIA = "targeted"
+RESERVATION_END_DATE_TYPE = "unlimited"
+
+
+def instance_family(instance_type: str) -> str:
+    return instance_type.split(".", 1)[0]
+
+
+def capacity_type(capacity: str) -> str | None:
+    return _CAPACITY_TYPE.get(capacity)
+
+
+def ami_type(instance_type: str) -> str | None:
+    return NVIDIA_AMI_TYPE_BY_FAMILY.get(instance_family(instance_type))
+
+
+def taint_effect(effect: str) -> str | None:
+    return _TAINT_EFFECT.get(effect)
+
+
+def pool_enums(pool: "Pool") -> list[EnumValue]:
+    """Every enum string the EKS backend sends for `pool`."""
+    values = [
+        EnumValue("capacity_type", f"capacity {pool.capacity!r}", capacity_type(pool.capacity), CAPACITY_TYPES),
+        EnumValue("ami_type", f"instance family {instance_family(pool.instance_type)!r}",
+                  ami_type(pool.instance_type), AMI_TYPES,
+                  f"NVIDIA AMI types are known for {', '.join(sorted(NVIDIA_AMI_TYPE_BY_FAMILY))}"),
+    ]
+    values += [EnumValue("taints.effect", f"taint effect {t.effect!r}", taint_effect(t.effect), TAINT_EFFECTS)
+               for t in pool.taints]
+    if pool.reserved_nodes:
+        values += [
+            EnumValue("instance_platform", "a reserved floor", RESERVATION_INSTANCE_PLATFORM, INSTANCE_PLATFORMS),
+            EnumValue("instance_match_criteria", "a reserved floor", RESERVATION_MATCH_CRITERIA,
+                      INSTANCE_MATCH_CRITERIA),
+            EnumValue("end_date_type", "a reserved floor", RESERVATION_END_DATE_TYPE, END_DATE_TYPES),
+        ]
+    return values
 
 
 @CLOUDS.register
@@ -30,3 +118,25 @@ class EKS(Cloud):
     # gpustack declares one on spot pools (secondary sources, see docs/clouds.md).
     spot_node_label = ("eks.amazonaws.com/capacityType", "SPOT")
     spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")
+
+    # Node-group fields that are ForceNew in the Terraform provider pulumi-aws bridges (labels, taints
+    # and scaling update in place); read by `gpustack diff`.
+    _FORCENEW_NODE_GROUP = ("https://github.com/hashicorp/terraform-provider-aws/blob/"
+                            "012e0a32f0686212f447447fd3d81c3d0ce256ad/internal/service/eks/node_group.go")
+    replacing_changes = {
+        "instance_type": f"instance_types is ForceNew on a managed node group ({_FORCENEW_NODE_GROUP})",
+        "capacity": "capacity_type (ON_DEMAND / SPOT) and the launch template that targets a capacity "
+                    f"reservation are ForceNew ({_FORCENEW_NODE_GROUP})",
+        "cluster": f"cluster_name is ForceNew ({_FORCENEW_NODE_GROUP})",
+        "settings.subnet_ids": f"subnet_ids is ForceNew ({_FORCENEW_NODE_GROUP})",
+        "settings.node_role_arn": f"node_role_arn is ForceNew ({_FORCENEW_NODE_GROUP})",
+    }
+
+    def check_pool(self, pool: "Pool") -> list[str]:
+        problems = enum_problems(self.display_name, pool_enums(pool))
+        if not self.pool_names.fits(pool.cloud_name):
+            problems.append(f"node group name {pool.cloud_name!r} is not a valid EKS name: at most "
+                            f"{self.pool_names.max_len} letters, digits, '-' and '_', starting with a letter or digit")
+        if len(pool.taints) > MAX_TAINTS:
+            problems.append(f"{len(pool.taints)} taints; an EKS node group takes at most {MAX_TAINTS}")
+        return problems

@@ -1,19 +1,88 @@
-"""Azure AKS: user agent pools."""
+"""Azure AKS: user agent pools.
+
+Every enum string the AKS backend sends is chosen here (`agent_pool_enums`) and checked against the
+values the API accepts (`ALLOWED`) when a spec is planned, so a wrong value is a located problem of
+`gpustack validate`, not an error halfway through `pulumi up`.
+"""
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 from gpustack.clouds import CLOUDS
+from gpustack.clouds._enums import Allowed, check_enums, check_taints
 from gpustack.clouds.base import Cloud, Feature, NameRule, Setting
+
+if TYPE_CHECKING:
+    from gpustack.plan.model import Pool
+
+# Enum values of the agent-pool API (REST API 2025-09-01, the containerservice enums of
+# pulumi-azure-native 3.x: ScaleSetPriority, ScaleSetEvictionPolicy, GPUInstanceProfile, OSSKU, ...).
+AGENT_POOL_API = "https://learn.microsoft.com/en-us/rest/api/aks/agent-pools/create-or-update"
+ALLOWED = {
+    "mode": Allowed(("System", "User", "Gateway"), AGENT_POOL_API),
+    "os_type": Allowed(("Linux", "Windows"), AGENT_POOL_API),
+    # Linux SKUs only: GPU pools here are Linux pools.
+    "os_sku": Allowed(("Ubuntu", "AzureLinux", "AzureLinux3", "CBLMariner", "Ubuntu2204"), AGENT_POOL_API),
+    "type": Allowed(("VirtualMachineScaleSets", "AvailabilitySet", "VirtualMachines"), AGENT_POOL_API),
+    "scale_set_priority": Allowed(("Spot", "Regular"), AGENT_POOL_API),
+    "scale_set_eviction_policy": Allowed(("Delete", "Deallocate"), AGENT_POOL_API),
+    "gpu_instance_profile": Allowed(("MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"), AGENT_POOL_API),
+    "gpu_driver": Allowed(("Install", "None"), AGENT_POOL_API),
+}
+
+# What gpustack sends. Ubuntu: the default AKS node image, and Azure Linux GPU pools do not get
+# automatic security patches (https://learn.microsoft.com/en-us/azure/aks/use-nvidia-gpu, Limitations).
+OS_SKU = "Ubuntu"
+MODE = "User"
+OS_TYPE = "Linux"
+POOL_TYPE = "VirtualMachineScaleSets"
+SPOT_PRIORITY = "Spot"
+REGULAR_PRIORITY = "Regular"
+# Delete, not Deallocate: deallocated spot nodes keep counting against the compute quota.
+SPOT_EVICTION_POLICY = "Delete"
+SPOT_MAX_PRICE = -1.0  # pay up to the on-demand price; evicted only for capacity
+# AKS installs the NVIDIA driver on the node image; the GPU Operator runs with driver.enabled=false.
+# Exactly one of the two may own the driver (https://learn.microsoft.com/en-us/azure/aks/use-nvidia-gpu).
+GPU_DRIVER = "Install"
+
+# Azure tag names cannot contain these characters
+# (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/tag-resources#limitations).
+TAG_NAME_FORBIDDEN = "<>%&\\?/"
+# Label keys that are gpustack's or NVIDIA's own and never become tags (as `backends.base.attribution`).
+_NOT_TAGS = ("gpustack.dev/", "nvidia.com/")
 
 # gpuInstanceProfile values and the profile each creates: one profile for every GPU of the pool
 # (MicrosoftDocs/azure-aks-docs articles/aks/gpu-multi-instance.md; GPUInstanceProfile enum).
-GPU_INSTANCE_PROFILES = ("MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g")
+GPU_INSTANCE_PROFILES = ALLOWED["gpu_instance_profile"].values
 _MIG_KEYS = {"1g": "MIG1g", "2g": "MIG2g", "3g": "MIG3g", "4g": "MIG4g", "7g": "MIG7g"}
 
 
 def gpu_instance_profile(shape_key: str) -> str | None:
     """MIG1g ... MIG7g for a generic profile shape (1g, 2g, ...); None when AKS has no such value."""
     return _MIG_KEYS.get(shape_key)
+
+
+def mig_profile_names(pool: "Pool") -> tuple[str, ...]:
+    """The MIG profiles a pool's GPUs are partitioned into (one on AKS)."""
+    return tuple(sorted({profile for group in pool.sharing.mig for profile, _ in group.layout}))
+
+
+def agent_pool_enums(pool: "Pool") -> dict[str, str | None]:
+    """Every enum field of the pool's AgentPool, by its SDK argument name (`gpu_driver`: gpu_profile.driver)."""
+    spot = pool.capacity == "spot"
+    values: dict[str, str | None] = {
+        "mode": MODE, "os_type": OS_TYPE, "os_sku": OS_SKU, "type": POOL_TYPE,
+        "scale_set_priority": SPOT_PRIORITY if spot else REGULAR_PRIORITY,
+        "gpu_driver": GPU_DRIVER,
+    }
+    if spot:
+        values["scale_set_eviction_policy"] = SPOT_EVICTION_POLICY
+    if pool.sharing.mode == "mig":
+        profiles = mig_profile_names(pool)
+        values["gpu_instance_profile"] = gpu_instance_profile(_shape_of(profiles[0])) if profiles else None
+    return values
 
 
 @CLOUDS.register
@@ -29,8 +98,7 @@ class AKS(Cloud):
     cluster_rule = (r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$", "an AKS cluster name (at most 63 letters, digits, '-', '_')")
     # Linux user pools: ^[a-z][a-z0-9]{0,11}$ (AKS REST API, Agent Pools - Create Or Update,
     # parameter agentPoolName).
-    pool_names = NameRule(12, r"[a-z][a-z0-9]{0,11}", "",
-                          "https://learn.microsoft.com/en-us/rest/api/aks/agent-pools/create-or-update")
+    pool_names = NameRule(12, r"[a-z][a-z0-9]{0,11}", "", AGENT_POOL_API)
     unsupported = {
         Feature.MIG_MIXED_LAYOUTS: "AKS creates one MIG profile per agent pool (gpuInstanceProfile); "
                                    "mixed profiles exist only in a preview API",
@@ -44,9 +112,53 @@ class AKS(Cloud):
 
     def mig_profiles(self, gpu: str, mig_profiles: tuple[str, ...]) -> tuple[str, ...]:
         del gpu
-        # Only the profiles MIG1g ... MIG7g create: the 1-memory-slice 1g and the plain 2g/3g/4g/7g.
-        return tuple(p for p in mig_profiles if "+" not in p and _shape_of(p) in _MIG_KEYS)
+        # Only the profiles MIG1g ... MIG7g create: the plain 2g/3g/4g/7g and, of the 1g profiles,
+        # the one-memory-slice one (the smallest, e.g. 1g.10gb and not 1g.20gb on H100).
+        plain = [p for p in mig_profiles if "+" not in p and _shape_of(p) in _MIG_KEYS]
+        ones = [p for p in plain if _shape_of(p) == "1g"]
+        smallest_one = min(ones, key=_memory_gb) if ones else None
+        return tuple(p for p in plain if _shape_of(p) != "1g" or p == smallest_one)
+
+    def check_pool(self, pool: "Pool") -> list[str]:
+        problems = []
+        if not self.pool_names.fits(pool.cloud_name):
+            problems.append(f"AKS agent pool name {pool.cloud_name!r} does not match "
+                            f"^{self.pool_names.pattern}$ ({self.pool_names.source})")
+        profiles = mig_profile_names(pool)
+        if len(profiles) > 1:
+            problems.append(f"an AKS agent pool takes one MIG profile (gpuInstanceProfile); this pool has "
+                            f"{', '.join(profiles)}")
+        problems.extend(check_enums(agent_pool_enums(pool), ALLOWED, "AKS"))
+        problems.extend(check_taints(pool.taints))
+        for key, _ in pool.labels:
+            if not key.startswith(_NOT_TAGS) and any(c in TAG_NAME_FORBIDDEN for c in key):
+                problems.append(f"label {key!r} becomes an Azure tag, and tag names cannot contain any of "
+                                f"{' '.join(TAG_NAME_FORBIDDEN)} (https://learn.microsoft.com/en-us/azure/"
+                                "azure-resource-manager/management/tag-resources#limitations); use a key without them")
+        return problems
+
+    # Agent-pool properties AKS cannot change after creation; read by `gpustack diff`. A key
+    # "field:value" matches a change to or from that value only.
+    _FORCENEW_PULUMI = "https://github.com/pulumi/pulumi-azure-native/pull/3655"
+    _FORCENEW_POOL_ID = "https://learn.microsoft.com/en-us/rest/api/aks/agent-pools/create-or-update"
+    replacing_changes = {
+        "instance_type": "AKS cannot change the VM size of a node pool after it is created "
+                         "(https://learn.microsoft.com/en-us/azure/aks/manage-node-pools#limitations); "
+                         f"pulumi-azure-native replaces the pool ({_FORCENEW_PULUMI})",
+        "sharing.mig": "AKS cannot change the GPU instance profile (gpuInstanceProfile) after node pool creation "
+                       "(https://learn.microsoft.com/en-us/azure/aks/gpu-multi-instance); pulumi-azure-native "
+                       f"replaces the pool ({_FORCENEW_PULUMI})",
+        "capacity:spot": "AKS cannot change a pool's scaleSetPriority (Spot or Regular) after creation "
+                         "(https://learn.microsoft.com/en-us/azure/aks/spot-node-pool#limitations)",
+        "cluster": f"the cluster name is part of the agent pool's resource id ({_FORCENEW_POOL_ID})",
+        "settings.resource_group": f"the resource group is part of the agent pool's resource id ({_FORCENEW_POOL_ID})",
+    }
 
 
 def _shape_of(profile: str) -> str:
     return profile.split(".", 1)[0]
+
+
+def _memory_gb(profile: str) -> float:
+    match = re.search(r"\.(\d+)gb", profile)
+    return float(match.group(1)) if match else float("inf")

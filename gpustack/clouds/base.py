@@ -99,6 +99,10 @@ class Cloud:
     native_mig_partitioning: ClassVar[bool] = False
     # A setting a target needs once it has a reserved pool: (name, why).
     reservation_needs: ClassVar[tuple[str, str] | None] = None
+    # Changes that make the cloud recreate a node pool that keeps its name (read by `gpustack diff`):
+    # plan field -> why, with the source. Fields: instance_type, gpu, gpus_per_node, capacity,
+    # sharing.mode, sharing.replicas, sharing.mig, labels, taints, cluster, settings.<name>.
+    replacing_changes: ClassVar[Mapping[str, str]] = {}
 
     def supports(self, feature: Feature) -> bool:
         return feature not in self.unsupported

@@ -1,9 +1,17 @@
-"""Google GKE: node pools with native GPU time-sharing and MIG partitions."""
+"""Google GKE: node pools with native GPU time-sharing and MIG partitions, and the enum values
+gpustack sends to GKE and Compute Engine."""
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 from gpustack.clouds import CLOUDS
+from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.base import Cloud, Feature, NameRule, Setting
+
+if TYPE_CHECKING:
+    from gpustack.plan.model import Pool
 
 _GKE_GPUS = "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus"
 _GKE_MIG_PLUGIN = ("https://github.com/GoogleCloudPlatform/container-engine-accelerators/blob/"
@@ -34,11 +42,130 @@ _PARTITION_SIZES = {
 }
 
 
+# Every accelerator type above, plus those of GPUs the catalog does not carry yet (_GKE_GPUS).
+ACCELERATORS = frozenset({*ACCELERATOR_TYPES.values(), *ACCELERATOR_BY_MACHINE_PREFIX.values(),
+                          "nvidia-gb200", "nvidia-rtx-pro-6000"})
+
+_GKE_API = "https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/NodeConfig"
+# GPUSharingConfig.gpuSharingStrategy (_GKE_API; GPU_SHARING_STRATEGY_UNSPECIFIED left out).
+SHARING_STRATEGIES = frozenset({"TIME_SHARING", "MPS"})
+_SHARING_STRATEGY = {"time-slicing": "TIME_SHARING", "mps": "MPS"}
+MIN_SHARED_CLIENTS_PER_GPU = 2  # "Valid range: 2-48" (see GKE.max_shared_clients_per_gpu)
+
+# GPUDriverInstallationConfig.gpuDriverVersion: UNSPECIFIED installs no driver, INSTALLATION_DISABLED
+# leaves it to the user, DEFAULT is "'Default' GPU driver in COS and Ubuntu", LATEST is "'Latest'
+# GPU driver in COS" (https://cloud.google.com/ruby/docs/reference/google-cloud-container-v1/latest/
+# Google-Cloud-Container-V1-GPUDriverInstallationConfig-GPUDriverVersion). gpustack relies on GKE's
+# own device plugin for time-sharing and MIG, so GKE installs the driver: DEFAULT, the version GKE
+# pairs with the node version, on either node image.
+GPU_DRIVER_VERSIONS = frozenset({"GPU_DRIVER_VERSION_UNSPECIFIED", "INSTALLATION_DISABLED", "DEFAULT", "LATEST"})
+GPU_DRIVER_VERSION = "DEFAULT"
+
+# NodeTaint.effect (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/NodeTaint).
+TAINT_EFFECTS = frozenset({"NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"})
+_TAINT_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+# NodePoolAutoscaling.locationPolicy: ANY "picks zones that have the highest capacity available",
+# which lowers the preemption risk of spot pools (https://cloud.google.com/kubernetes-engine/docs/
+# reference/rest/v1/projects.locations.clusters.nodePools#locationpolicy).
+LOCATION_POLICIES = frozenset({"BALANCED", "ANY"})
+SPOT_LOCATION_POLICY = "ANY"
+
+# ReservationAffinity (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/ReservationAffinity):
+# a reserved floor consumes its own reservation, named under this key.
+RESERVATION_AFFINITY_TYPES = frozenset({"UNSPECIFIED", "NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"})
+RESERVATION_AFFINITY = "SPECIFIC_RESERVATION"
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+# Compute Engine resource names: RFC 1035 labels of at most 63 characters (docstring of
+# gcp.compute.Reservation.name, pulumi-gcp 10.2.0).
+RESERVATION_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-",
+                             "https://www.pulumi.com/registry/packages/gcp/api-docs/compute/reservation/")
+
+# Compute Engine labels (node_config.resource_labels): keys start with a lowercase letter; keys and
+# values hold lowercase letters, digits, '_' and '-', at most 63 each; at most 64 labels per resource
+# (https://cloud.google.com/compute/docs/labeling-resources#requirements).
+_GCE_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+_GCE_LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
+MAX_RESOURCE_LABELS = 64
+# Keys that are gpustack's and NVIDIA's own, kept off cloud labels (as backends.base.attribution does).
+_OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/")
+
+
 def accelerator_type(gpu: str, machine_type: str) -> str | None:
     for prefix, accelerator in ACCELERATOR_BY_MACHINE_PREFIX.items():
         if machine_type.startswith(prefix):
             return accelerator
     return ACCELERATOR_TYPES.get(gpu)
+
+
+def sharing_strategy(mode: str) -> str | None:
+    return _SHARING_STRATEGY.get(mode)
+
+
+def taint_effect(effect: str) -> str | None:
+    return _TAINT_EFFECT.get(effect)
+
+
+def partition_size(pool: "Pool") -> str | None:
+    """The one MIG profile GKE cuts every GPU of a MIG pool into (None when not exactly one)."""
+    profiles = {profile for group in pool.sharing.mig for profile, _ in group.layout}
+    return profiles.pop() if len(profiles) == 1 else None
+
+
+def resource_labels(pool: "Pool") -> dict[str, str]:
+    """The pool's attribution labels, as Compute Engine labels on its VMs (checked by `check_pool`)."""
+    return {k: v for k, v in pool.labels if not k.startswith(_OWN_LABEL_PREFIXES)}
+
+
+def reservation_name(cluster: str, pool_cloud_name: str) -> str:
+    """A reservation name unique per project and zone: the cluster's name and the pool's."""
+    cluster_name = cluster.rsplit("/", 1)[-1]
+    return RESERVATION_NAMES.make(f"{cluster}/{pool_cloud_name}", f"{cluster_name}-{pool_cloud_name}")
+
+
+def pool_enums(pool: "Pool") -> list[EnumValue]:
+    """Every enum string the GKE backend sends for `pool`."""
+    values = [
+        EnumValue("guest_accelerators.type", f"GPU {pool.gpu!r} on {pool.instance_type!r}",
+                  accelerator_type(pool.gpu, pool.instance_type), ACCELERATORS,
+                  f"GKE accelerator types are known for {', '.join(sorted(ACCELERATOR_TYPES))}"),
+        EnumValue("gpu_driver_installation_config.gpu_driver_version", "the GKE-managed driver",
+                  GPU_DRIVER_VERSION, GPU_DRIVER_VERSIONS),
+    ]
+    if pool.sharing.mode == "mig":
+        values.append(EnumValue("guest_accelerators.gpu_partition_size",
+                                f"the MIG profiles of the pool on {pool.gpu}", partition_size(pool),
+                                frozenset(_PARTITION_SIZES.get(pool.gpu, ())),
+                                "GKE cuts every GPU of a node pool into one partition size"))
+    elif pool.sharing.mode != "none":
+        values.append(EnumValue("gpu_sharing_config.gpu_sharing_strategy", f"sharing {pool.sharing.mode!r}",
+                                sharing_strategy(pool.sharing.mode), SHARING_STRATEGIES))
+    values += [EnumValue("taints.effect", f"taint effect {t.effect!r}", taint_effect(t.effect), TAINT_EFFECTS)
+               for t in pool.taints]
+    if pool.capacity == "spot":
+        values.append(EnumValue("autoscaling.location_policy", "a spot pool", SPOT_LOCATION_POLICY, LOCATION_POLICIES))
+    if pool.reserved_nodes:
+        values.append(EnumValue("reservation_affinity.consume_reservation_type", "a reserved floor",
+                                RESERVATION_AFFINITY, RESERVATION_AFFINITY_TYPES))
+    return values
+
+
+def label_problems(labels: dict[str, str]) -> list[str]:
+    problems = []
+    for key, value in sorted(labels.items()):
+        if not _GCE_LABEL_KEY.fullmatch(key) or not _GCE_LABEL_VALUE.fullmatch(value):
+            problems.append(
+                f"label {key}={value!r} cannot be a Compute Engine label (GKE resource_labels: lowercase letters, "
+                f"digits, '_' and '-', at most 63, keys starting with a letter); gpustack does not rewrite "
+                f"attribution labels, so cost reports agree across clouds: rename it in the spec, e.g. "
+                f"{_gce_spelling(key)}={_gce_spelling(value)!r}")
+    if len(labels) > MAX_RESOURCE_LABELS:
+        problems.append(f"{len(labels)} attribution labels; Compute Engine takes at most {MAX_RESOURCE_LABELS}")
+    return problems
+
+
+def _gce_spelling(text: str) -> str:
+    return re.sub(r"[^a-z0-9_-]", "-", text.lower())[:63]
 
 
 @CLOUDS.register
@@ -81,3 +208,37 @@ class GKE(Cloud):
     def mig_profiles(self, gpu: str, mig_profiles: tuple[str, ...]) -> tuple[str, ...]:
         allowed = _PARTITION_SIZES.get(gpu, ())
         return tuple(p for p in mig_profiles if p in allowed)
+
+    # Node-pool fields that are ForceNew in the Terraform provider pulumi-gcp bridges (labels, taints,
+    # node_locations and autoscaling update in place); read by `gpustack diff`.
+    _FORCENEW_NODE_CONFIG = ("https://github.com/hashicorp/terraform-provider-google/blob/"
+                             "8da4e91560e76da82f5cb52bc4c4d16dcd034bf8/google/services/container/node_config.go")
+    _FORCENEW_NODE_POOL = ("https://github.com/hashicorp/terraform-provider-google/blob/"
+                           "8da4e91560e76da82f5cb52bc4c4d16dcd034bf8/google/services/container/"
+                           "resource_container_node_pool.go")
+    _FORCENEW_ACCELERATOR = ("the GKE API does not update an accelerator's type or count in place "
+                             "(https://github.com/GoogleCloudPlatform/magic-modules/pull/18493)")
+    replacing_changes = {
+        "instance_type": f"node_config.machine_type is ForceNew ({_FORCENEW_NODE_CONFIG})",
+        "gpu": f"guest_accelerator.type is ForceNew ({_FORCENEW_NODE_CONFIG}); {_FORCENEW_ACCELERATOR}",
+        "gpus_per_node": f"guest_accelerator.count is ForceNew ({_FORCENEW_NODE_CONFIG}); {_FORCENEW_ACCELERATOR}",
+        "capacity": f"node_config.spot and node_config.reservation_affinity are ForceNew ({_FORCENEW_NODE_CONFIG})",
+        "sharing.mode": f"guest_accelerator.gpu_sharing_config is ForceNew ({_FORCENEW_NODE_CONFIG})",
+        "sharing.replicas": "guest_accelerator.gpu_sharing_config.max_shared_clients_per_gpu is ForceNew "
+                            f"({_FORCENEW_NODE_CONFIG})",
+        "sharing.mig": f"guest_accelerator.gpu_partition_size is ForceNew ({_FORCENEW_NODE_CONFIG})",
+        "cluster": f"cluster is ForceNew ({_FORCENEW_NODE_POOL})",
+        "settings.project": f"project is ForceNew ({_FORCENEW_NODE_POOL})",
+    }
+
+    def check_pool(self, pool: "Pool") -> list[str]:
+        problems = enum_problems(self.display_name, pool_enums(pool))
+        if not self.pool_names.fits(pool.cloud_name):
+            problems.append(f"node pool name {pool.cloud_name!r} is not a valid GKE name: at most "
+                            f"{self.pool_names.max_len} lowercase letters, digits and '-', starting with a letter")
+        replicas = pool.sharing.replicas
+        if pool.sharing.mode in _SHARING_STRATEGY and not (
+                replicas and MIN_SHARED_CLIENTS_PER_GPU <= replicas <= (self.max_shared_clients_per_gpu or 0)):
+            problems.append(f"max_shared_clients_per_gpu: {replicas} clients per GPU; GKE takes "
+                            f"{MIN_SHARED_CLIENTS_PER_GPU} to {self.max_shared_clients_per_gpu}")
+        return problems + label_problems(resource_labels(pool))

@@ -1,11 +1,47 @@
-"""Oracle OKE: managed node pools."""
+"""Oracle OKE: managed node pools.
+
+The enum strings the OKE backend sends are chosen here (`node_pool_enums`) and checked against the
+values the API accepts (`ALLOWED`) when a spec is planned, before any resource is declared.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpustack.clouds import CLOUDS
+from gpustack.clouds._enums import Allowed, check_enums, check_taints
 from gpustack.clouds.base import Cloud, Feature, NameRule, Setting
 
+if TYPE_CHECKING:
+    from gpustack.plan.model import Pool
+
 _PREEMPTIBLE = "https://docs.oracle.com/iaas/Content/Compute/Concepts/preemptible.htm"
+_NODE_POOL_API = "https://docs.oracle.com/en-us/iaas/api/#/en/containerengine/20180222/datatypes/CreateNodePoolDetails"
+ALLOWED = {
+    # PreemptionAction.type: TERMINATE is the only action (preemptible.htm, "Preemption action").
+    "preemption_action": Allowed(("TERMINATE",), _PREEMPTIBLE),
+    # NodeSourceDetails.sourceType: IMAGE is the only source ("Currently, image is the only supported source").
+    "node_source_type": Allowed(("IMAGE",), _NODE_POOL_API),
+    # The Cluster Autoscaler add-on's authType argument (instance principal or workload identity),
+    # https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengconfiguringclusteraddons-configurationarguments.htm
+    "autoscaler_auth_type": Allowed(("instance", "workload"),
+                                    "https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/"
+                                    "contengconfiguringclusteraddons-configurationarguments.htm"),
+}
+
+PREEMPTION_ACTION = "TERMINATE"
+NODE_SOURCE_TYPE = "IMAGE"
+# The add-on authenticates as the node it runs on (a dynamic group + policy, see docs/deploy.md).
+AUTOSCALER_AUTH_TYPE = "instance"
+AUTOSCALER_ADDON = "ClusterAutoscaler"  # the add-on name of `oci ce cluster install-addon --addon-name`
+
+
+def node_pool_enums(pool: "Pool") -> dict[str, str | None]:
+    """Every enum string of the pool's NodePool (and of the target's autoscaler add-on)."""
+    values: dict[str, str | None] = {"node_source_type": NODE_SOURCE_TYPE, "autoscaler_auth_type": AUTOSCALER_AUTH_TYPE}
+    if pool.capacity == "spot":
+        values["preemption_action"] = PREEMPTION_ACTION
+    return values
 
 
 @CLOUDS.register
@@ -24,6 +60,9 @@ class OKE(Cloud):
         Setting("availability_domains", False, "strings",
                 "availability domains for the placements; looked up when absent", r"^\S+:[A-Z0-9-]+-AD-[0-9]$",
                 "an availability domain such as 'Uocm:US-ASHBURN-AD-1'"),
+        Setting("cluster_autoscaler", False, "string",
+                "'addon' (default): gpustack declares OKE's Cluster Autoscaler add-on with the pools' bounds; "
+                "'none': the cluster's own autoscaler is configured by hand", r"^(addon|none)$", "'addon' or 'none'"),
     )
     cluster_rule = (r"^ocid1\.cluster\.[a-z0-9]+\..*$", "a cluster OCID ('ocid1.cluster.oc1..')")
     # OKE node-pool names: at most 32 characters (terraform-oci-oke#628; no limit in Oracle's API
@@ -42,3 +81,25 @@ class OKE(Cloud):
         if instance_type.startswith("BM."):
             return f"bare-metal shapes such as {instance_type} cannot be preemptible ({_PREEMPTIBLE})"
         return None
+
+    # Node-pool fields that are ForceNew in the Terraform provider pulumi-oci bridges (node_shape,
+    # initial_node_labels and placement configs update in place); read by `gpustack diff`.
+    _FORCENEW_NODE_POOL = ("https://github.com/oracle/terraform-provider-oci/blob/"
+                           "0099227f65258820aa259e044f465748fda8a211/"
+                           "internal/service/containerengine/containerengine_node_pool_resource.go")
+    replacing_changes = {
+        "cluster": f"cluster_id is ForceNew ({_FORCENEW_NODE_POOL})",
+        "settings.compartment_id": f"compartment_id is ForceNew ({_FORCENEW_NODE_POOL})",
+    }
+
+    def check_pool(self, pool: "Pool") -> list[str]:
+        problems = []
+        if not self.pool_names.fits(pool.cloud_name):
+            problems.append(f"OKE node pool name {pool.cloud_name!r} does not match ^{self.pool_names.pattern}$ "
+                            f"({self.pool_names.source})")
+        if pool.capacity == "spot" and (reason := self.spot_available(pool.instance_type)):
+            problems.append(f"a preemptible pool cannot use {pool.instance_type}: {reason}")
+        problems.extend(check_enums(node_pool_enums(pool), ALLOWED, "OKE"))
+        # OKE node pools have no taint field: taints are registered by the kubelet (cloud-init).
+        problems.extend(check_taints(pool.taints))
+        return problems

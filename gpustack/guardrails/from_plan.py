@@ -7,9 +7,6 @@ spec's `labels`), since the spec is what a user edits.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
-
 from gpustack.guardrails.view import CHECKPOINTING_LABEL, SPOT, PoolView, Taint
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
@@ -61,8 +58,7 @@ class SpecSpelling:
 SPEC_SPELLING = SpecSpelling()
 
 
-def pool_view(target: TargetPlan, pool: Pool, fields: Mapping[str, Any],
-              previous: Mapping[str, Any] | None = None) -> PoolView:
+def pool_view(target: TargetPlan, pool: Pool, replacements: tuple[str, ...] = ()) -> PoolView:
     labels = dict(pool.labels)
     checkpointing = labels.get(CHECKPOINTING_LABEL)
     return PoolView(
@@ -74,22 +70,30 @@ def pool_view(target: TargetPlan, pool: Pool, fields: Mapping[str, Any],
         min_nodes=pool.min_nodes, max_nodes=pool.max_nodes,
         checkpointing=None if checkpointing is None else checkpointing == "true",
         scheduled=pool.schedule is not None, workloads=pool.workloads, cloud_name=pool.cloud_name,
-        pool_label=pool.name, plan_fields=fields, previous=previous,
+        pool_label=pool.name, replacements=replacements,
     )
 
 
-def plan_views(plan: Plan, baseline: Plan | None = None) -> dict[str, list[PoolView]]:
-    """Target name -> the views of its pools; with a baseline, each pool knows its previous version."""
-    data = plan.to_dict()
-    before: dict[tuple[str, str], Mapping[str, Any]] = {}
-    if baseline is not None:
-        for target in baseline.to_dict()["targets"]:
-            for pool in target["pools"]:
-                before[(target["name"], pool["name"])] = pool
-    out: dict[str, list[PoolView]] = {}
-    for target, target_data in zip(plan.targets, data["targets"]):
-        out[target.name] = [
-            pool_view(target, pool, fields,
-                      None if baseline is None else before.get((target.name, pool.name), {}))
-            for pool, fields in zip(target.pools, target_data["pools"])]
+def replacements(baseline: Plan, plan: Plan) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(target, pool of `plan`) -> why it replaces a node pool of `baseline`, as `gpustack diff` finds it."""
+    from gpustack.diff.compare import diff_plans
+
+    out: dict[tuple[str, str], tuple[str, ...]] = {}
+    for target in diff_plans(baseline, plan, "baseline", "spec").targets:
+        for change in target.pools:
+            if change.change != "replaced" or change.new_name is None:
+                continue
+            fields = "; ".join(f"{f.field}: {f.old or '-'} -> {f.new or '-'}" + (f" ({f.replaces})" if f.replaces else "")
+                               for f in change.fields if f.replaces or change.new_name != change.name)
+            subject = "in place" if change.new_name == change.name else f"node pool {change.name} gives way to it"
+            text = f"{subject}: {change.why}" + (f"; {fields}" if fields else "")
+            key = (target.name, change.new_name)
+            out[key] = out.get(key, ()) + (text,)
     return out
+
+
+def plan_views(plan: Plan, baseline: Plan | None = None) -> dict[str, list[PoolView]]:
+    """Target name -> the views of its pools; with a baseline, each knows what of it is a replacement."""
+    replaced = replacements(baseline, plan) if baseline is not None else {}
+    return {target.name: [pool_view(target, pool, replaced.get((target.name, pool.name), ()))
+                          for pool in target.pools] for target in plan.targets}

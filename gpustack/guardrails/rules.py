@@ -171,63 +171,29 @@ def _replacing_changes(cloud: str) -> Mapping[str, object]:
         return {}
 
 
-def _reason(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return " ".join(str(value[k]) for k in ("reason", "source") if value.get(k))
-    if isinstance(value, (tuple, list)):
-        return " ".join(str(v) for v in value)
-    parts = [str(getattr(value, k)) for k in ("reason", "source") if getattr(value, k, None)]
-    return " ".join(parts) or str(value)
-
-
-def _plan_value(fields: Mapping[str, object], path: str) -> object:
-    value: object = fields
-    for part in path.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
-def _difference(field: str, before: object, after: object) -> str:
-    """What changed in a plan field, naming only the keys that changed in a mapping."""
-    if isinstance(before, Mapping) and isinstance(after, Mapping):
-        keys = sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
-        return ", ".join(f"{field}.{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in keys)
-    return f"{field}: {before!r} -> {after!r}"
-
-
 def node_pool_replacement(view: PoolView, options: Mapping[str, Any]) -> Iterable[Finding]:
     del options
-    changes = _replacing_changes(view.cloud)
-    if not view.is_gpu or not changes:
+    if not view.is_gpu:
         return
     if view.spelling.sees_previous:
-        # A plan with a baseline: report what changed in fields whose change replaces the pool.
-        if not view.previous:
-            return  # no baseline, or a new pool
-        changed = [f for f in sorted(changes)
-                   if _plan_value(view.previous, f) != _plan_value(view.plan_fields, f)]
-        if changed:
-            why = "; ".join(f"{_difference(f, _plan_value(view.previous, f), _plan_value(view.plan_fields, f))} "
-                            f"({_reason(changes[f])})" for f in changed)
-            yield Finding(view.name, f"this change replaces the node pool, draining every node of it: {why}",
-                          "make the change when the pool is idle, or add a new workload (a new pool) and move "
-                          "to it before removing the old one")
+        # A plan compared with a baseline: `gpustack diff` decides what replaces a node pool.
+        for why in view.replacements:
+            yield Finding(view.name, f"this change replaces a node pool, draining its nodes: {why}",
+                          "make the change when the pool is idle, or add the new pool first and move the "
+                          "workloads before removing the old one")
         return
     # The pack sees the new inputs only, never the previous state or the planned operation.
-    if view.protected:
+    changes = _replacing_changes(view.cloud)
+    if view.protected or not changes:
         return
-    paths = sorted({view.spelling.field(view, f) for f in changes})
+    paths = sorted({view.spelling.field(view, key.split(":", 1)[0]) for key in changes})
     unpinned = [p for p in paths if p not in view.ignored_changes]
     if unpinned:
-        yield Finding(view.name, "a change to " + ", ".join(unpinned) + " replaces this GPU node pool (every node "
-                                 "drained); policies cannot see whether this update makes one",
-                      "look for 'replace' on this pool in `pulumi preview --diff`; protect the resource "
-                      "(protect: true) to make a replacement fail instead, or pin the fields with ignoreChanges",
-                      view.urn)
+        yield Finding(view.name, "GPU node pool exposed to replacement: a change to " + ", ".join(unpinned)
+                      + " recreates it (every node drained), and it is neither protected nor are these fields in "
+                        "ignoreChanges; a policy cannot see whether this update is such a change",
+                      "protect it (protect: true) so that a replacement fails instead, or list the fields in "
+                      "ignoreChanges; meanwhile look for 'replace' on it in `pulumi preview --diff`", view.urn)
 
 
 def _labels_schema() -> dict[str, Any]:

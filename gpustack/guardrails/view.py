@@ -31,7 +31,7 @@ UNKNOWN = _Unknown()
 class Spelling(Protocol):
     """How to say a fix in the vocabulary of the source a view was built from (spec or resource)."""
 
-    sees_previous: bool  # True when the source can show the previous version of a pool (a baseline plan)
+    sees_previous: bool  # True when the source compares with the previous version (a baseline plan)
 
     def capacity(self, view: PoolView, capacity: str) -> str: ...
 
@@ -85,8 +85,8 @@ class PoolView:
     asg_names: tuple[str, ...] = ()  # EKS: the Auto Scaling groups behind the node group, when known
     protected: bool = False
     ignored_changes: frozenset[str] = frozenset()
-    plan_fields: Mapping[str, object] = dataclasses.field(default_factory=dict)  # the plan JSON of the pool
-    previous: Mapping[str, object] | None = None  # the same pool in a baseline plan
+    # check with a baseline: why this pool replaces a node pool of the baseline (`gpustack diff`'s verdicts)
+    replacements: tuple[str, ...] = ()
     unknown: frozenset[str] = frozenset()  # fields whose value the engine does not know yet (preview)
 
     @property

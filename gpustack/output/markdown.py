@@ -1,30 +1,149 @@
-"""The plan as Markdown, ready to post as a pull-request comment."""
+"""The plan as Markdown, ready to post as a pull-request comment.
+
+Per target: the pools, the GPU counts, the monthly cost from the baseline to the plan with the
+saving of each step as a Mermaid bar chart (`xychart-beta`, which GitHub renders in comments), the
+unit costs, the warnings and the price date. Python prepares every cell; the template
+(templates/markdown/plan.md.j2) only lays them out.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 from gpustack.clouds import CLOUDS
+from gpustack.output.jinja import GENERATED_BY, render
 from gpustack.output.table import nodes, schedule, sharing, usd
 from gpustack.plan.model import Plan, TargetPlan
 
+STEP_LABELS = {
+    "sharing": "sharing (packing and instance choice)",
+    "spot": "spot",
+    "commitments": "commitments (reserved floors)",
+    "schedules": "schedules (off-hours and job hours)",
+}
+
 
 def render_markdown(plan: Plan) -> str:
-    parts = [f"## gpustack plan: {plan.name}\n"]
-    parts.extend(_target(t) for t in plan.targets)
-    return "\n".join(parts)
+    baseline = sum(t.cost.baseline_monthly_usd for t in plan.targets)
+    planned = sum(t.cost.planned_monthly_usd for t in plan.targets)
+    count = len(plan.targets)
+    summary = (f"{count} target{'s' if count != 1 else ''}: {usd(planned)}/month planned, against "
+               f"{usd(baseline)}/month for one on-demand GPU per replica ({_pct(baseline - planned, baseline)} saved)")
+    return render("markdown/plan.md.j2", name=plan.name, summary=summary,
+                  targets=[_target(t) for t in plan.targets], generated_by=GENERATED_BY)
 
 
-def _target(t: TargetPlan) -> str:
+def _target(t: TargetPlan) -> dict[str, object]:
     cloud = CLOUDS.get(t.cloud)
-    lines = [f"### {t.name} ({cloud.display_name} {t.region})", "",
-             "| pool | kind | capacity | instance | nodes | GPUs | sharing | runs | $/month |",
-             "|---|---|---|---|---:|---:|---|---|---:|"]
-    for p in t.pools:
-        lines.append(f"| `{p.cloud_name}` | {p.kind} | {p.capacity} | {p.instance_type} | {nodes(p)} | "
-                     f"{p.gpus.provisioned} | {sharing(p)} | {schedule(p)} | {usd(p.monthly_cost_usd)} |")
     c = t.cost
-    lines += ["", f"**{usd(c.baseline_monthly_usd)}/month → {usd(c.planned_monthly_usd)}/month** "
-                  f"({c.savings_pct:.1f}% saved; prices as of {t.prices_as_of})", ""]
-    for w in t.warnings:
-        lines.append(f"> ⚠️ {w.message}")
-    lines.append("")
+    return {
+        "heading": f"{t.name}: {cloud.display_name} {t.region}, cluster `{t.cluster}`",
+        "headline": (f"**{usd(c.planned_monthly_usd)}/month** planned, against {usd(c.baseline_monthly_usd)}/month "
+                     f"for one on-demand GPU per replica: **{c.savings_pct:.1f}% saved**"),
+        "pools": _pools_table(t, cloud.display_name),
+        "gpus": table(("one GPU per replica", "lower bound", "required at peak", "provisioned"), "rrrr",
+                       [(str(t.gpus.baseline), str(t.gpus.lower_bound), str(t.gpus.required),
+                         str(t.gpus.provisioned))]),
+        "chart": mermaid_steps(t),
+        "steps": _steps_table(t),
+        "units": _units_table(t),
+        "warnings": [inline(w.message) for w in t.warnings],
+        "notes": [inline(n) for n in t.notes],
+        "reasons": [" ".join([f"`{p.name}`: {inline(p.reason)}.", *(inline(n) for n in p.notes)])
+                    for p in t.pools],
+        "prices": (f"List prices in USD as of {t.prices_as_of}; reserved floors at a "
+                   f"{t.commitment_discount * 100:.0f}% commitment discount; a month is 730 hours."),
+    }
+
+
+def _pools_table(t: TargetPlan, cloud: str) -> str:
+    renamed = any(p.cloud_name != p.name for p in t.pools)
+    header = ["pool", *([f"{cloud} name"] if renamed else []), "kind", "capacity", "instance", "nodes", "GPUs",
+              "sharing", "runs", "$/month"]
+    rows = []
+    for p in t.pools:
+        capacity = p.capacity + (" (fallback)" if p.role == "fallback" else "")
+        rows.append((f"`{p.name}`", *([f"`{p.cloud_name}`"] if renamed else []), p.kind, capacity,
+                     f"`{p.instance_type}`", nodes(p), str(p.gpus.provisioned), sharing(p), schedule(p),
+                     usd(p.monthly_cost_usd)))
+    align = "l" * (len(header) - 5) + "rrllr"
+    return table(header, align, rows) if rows else "No pools."
+
+
+def _steps_table(t: TargetPlan) -> str:
+    c = t.cost
+    level = c.baseline_monthly_usd
+    rows = [("baseline: one on-demand GPU per replica, always on", "", "", usd(level))]
+    for step in c.breakdown:
+        level -= step.monthly_usd
+        rows.append((STEP_LABELS.get(step.step, step.step), signed_usd(-step.monthly_usd),
+                     _pct(step.monthly_usd, c.baseline_monthly_usd), usd(level)))
+    saved = c.baseline_monthly_usd - c.planned_monthly_usd
+    rows.append(("**planned**", f"**{signed_usd(-saved)}**", f"**{_pct(saved, c.baseline_monthly_usd)}**",
+                 f"**{usd(c.planned_monthly_usd)}**"))
+    return table(("step", "change", "of baseline", "$/month after"), "lrrr", rows)
+
+
+def _units_table(t: TargetPlan) -> str:
+    rows = []
+    for w in t.workloads:
+        rows.append((f"`{w.workload}`", w.kind, usd(w.monthly_usd), usd(w.baseline_monthly_usd),
+                     f"${w.usd_per_run:,.2f}" if w.usd_per_run is not None else "–",
+                     f"${w.usd_per_1k_requests:,.4f}" if w.usd_per_1k_requests is not None else "–"))
+    header = ("workload", "kind", "$/month", "$/month one GPU per replica", "per run", "per 1,000 requests")
+    return table(header, "llrrrr", rows) if rows else ""
+
+
+def mermaid_steps(t: TargetPlan) -> str:
+    """An xychart-beta bar chart: the monthly cost at the baseline and after each saving step."""
+    c = t.cost
+    labels = ["baseline"] + [f"after {s.step}" for s in c.breakdown[:-1]] + ["planned"]
+    levels = [c.baseline_monthly_usd]
+    for step in c.breakdown:
+        levels.append(levels[-1] - step.monthly_usd)
+    levels[-1] = c.planned_monthly_usd  # the steps add up to it; take the exact figure
+    values = [max(0, round(v)) for v in levels]
+    top = nice_ceiling(max(values))
+    return "\n".join([
+        "xychart-beta",
+        f'    title "{t.name}: USD per month, baseline to planned"',
+        "    x-axis [" + ", ".join(f'"{label}"' for label in labels) + "]",
+        f'    y-axis "USD per month" 0 --> {top}',
+        "    bar [" + ", ".join(str(v) for v in values) + "]",
+    ])
+
+
+def nice_ceiling(value: float) -> int:
+    """The smallest of 1, 2, 2.5, 5 x 10^k that is at least `value` (an axis end people can read)."""
+    if value <= 0:
+        return 1
+    magnitude = 10 ** math.floor(math.log10(value))
+    for factor in (1, 2, 2.5, 5, 10):
+        if factor * magnitude >= value:
+            return int(factor * magnitude)
+    return int(10 * magnitude)  # pragma: no cover - the loop always returns
+
+
+def signed_usd(value: float) -> str:
+    """'+$1,234', '-$1,234' or '$0' (whole dollars)."""
+    rounded = round(value)
+    if rounded == 0:
+        return "$0"
+    return ("+" if rounded > 0 else "-") + f"${abs(rounded):,}"
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "–"
+
+
+def inline(text: str) -> str:
+    """Text safe inside a Markdown table cell or list item."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def table(header: Sequence[str], align: str, rows: Sequence[Sequence[str]]) -> str:
+    marks = {"l": "---", "r": "---:", "c": ":---:"}
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(marks[a] for a in align) + "|"]
+    lines += ["| " + " | ".join(inline(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)

@@ -8,6 +8,7 @@ that differ only in key order are equal.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Literal
 
 from gpustack.spec.yamlsource import Document
@@ -126,10 +127,11 @@ class Spec:
     source: Document = dataclasses.field(compare=False, repr=False)
 
     def workload(self, name: str) -> Workload:
-        for workload in self.workloads:
-            if workload.name == name:
-                return workload
-        raise KeyError(name)
+        return self._workloads_by_name[name]
+
+    @functools.cached_property
+    def _workloads_by_name(self) -> dict[str, Workload]:
+        return {w.name: w for w in self.workloads}
 
     def target(self, name: str) -> Target:
         for target in self.targets:

@@ -13,7 +13,10 @@ enforce by itself:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -49,21 +52,23 @@ class Document:
 
     file: str
     data: Any
-    marks: dict[Path, Location]
-    key_marks: dict[Path, Location]
+    marks: dict[Path, tuple[int, int]]  # 0-based (line, column) of each value
+    key_marks: dict[Path, tuple[int, int]]  # of each mapping key
 
     def where(self, path: Path) -> Location | None:
         """The location of the value at `path`, or of its nearest located parent."""
         path = tuple(path)
         while True:
             if path in self.marks:
-                return self.marks[path]
+                line, column = self.marks[path]
+                return Location(self.file, line + 1, column + 1)
             if not path:
                 return None
             path = path[:-1]
 
     def where_key(self, path: Path) -> Location | None:
-        return self.key_marks.get(tuple(path)) or self.where(path)
+        mark = self.key_marks.get(tuple(path))
+        return Location(self.file, mark[0] + 1, mark[1] + 1) if mark else self.where(path)
 
 
 def _loc(file: str, mark: Any) -> Location:
@@ -97,6 +102,11 @@ def parse(text: str | bytes, file: str) -> Document:
         raise _fail(file, None, f"the file is {len(text):,} characters; a spec may be at most {MAX_FILE_BYTES:,}")
     if "\x00" in text:
         raise _fail(file, None, "the file contains NUL bytes: it is not a YAML text file")
+    with _no_gc():  # parsing allocates many small acyclic objects: collections only cost time here
+        return _parse(text, file)
+
+
+def _parse(text: str, file: str) -> Document:
     try:
         loader = _Loader(text)
         try:
@@ -119,8 +129,8 @@ def parse(text: str | bytes, file: str) -> Document:
 class _Converter:
     def __init__(self, file: str):
         self.file = file
-        self.marks: dict[Path, Location] = {}
-        self.key_marks: dict[Path, Location] = {}
+        self.marks: dict[Path, tuple[int, int]] = {}
+        self.key_marks: dict[Path, tuple[int, int]] = {}
 
     def convert(self, root: yaml.Node) -> Document:
         size = _expanded_size(root, {}, 0, self.file)
@@ -134,7 +144,8 @@ class _Converter:
     def _value(self, node: yaml.Node, path: Path, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise _fail(self.file, node.start_mark, f"the YAML is nested more than {MAX_DEPTH} levels deep")
-        self.marks[path] = _loc(self.file, node.start_mark)
+        mark = node.start_mark
+        self.marks[path] = (mark.line, mark.column)
         if isinstance(node, yaml.ScalarNode):
             if node.tag not in _SCALAR_TAGS:
                 raise _fail(self.file, node.start_mark, f"the YAML tag {node.tag!r} is not allowed in a spec")
@@ -157,9 +168,9 @@ class _Converter:
                     key = str(key).lower() if isinstance(key, bool) else str(key)
                 if key in out:
                     first = self.key_marks.get(path + (key,))
-                    seen = f" (first at line {first.line})" if first else ""
+                    seen = f" (first at line {first[0] + 1})" if first else ""
                     raise _fail(self.file, key_node.start_mark, f"duplicate key {key!r}{seen}; each key may appear once")
-                self.key_marks[path + (key,)] = _loc(self.file, key_node.start_mark)
+                self.key_marks[path + (key,)] = (key_node.start_mark.line, key_node.start_mark.column)
                 out[key] = self._value(value_node, path + (key,), depth + 1)
             return out
         raise _fail(self.file, node.start_mark, "unsupported YAML node")  # pragma: no cover
@@ -178,6 +189,17 @@ class _Converter:
         if tag == "tag:yaml.org,2002:timestamp":
             return value  # dates are not spec values; keep the text so the field check reports it
         return result
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int, file: str) -> int:

@@ -1,0 +1,144 @@
+"""EKS: one managed node group per pool, a capacity reservation for each reserved floor, and
+Auto Scaling scheduled actions for pools with an active window.
+
+Every value comes from the plan; enum strings come from `gpustack.clouds.aws`, which checked them
+when the spec was planned. Pulumi names derive from the pool's plan name (children) or the
+target's name (the node role), so adding a workload never renames an existing resource.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from gpustack.backends.base import GpuNodePool, attribution
+from gpustack.clouds import CLOUDS
+from gpustack.clouds import aws as eks
+from gpustack.plan.model import Plan, Pool, TargetPlan
+from gpustack.schedules import window_crons
+
+# The three managed policies every EKS worker node role carries
+# (https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html), by a short name for
+# the attachment's Pulumi name.
+NODE_POLICIES = {
+    "worker": "AmazonEKSWorkerNodePolicy",
+    "cni": "AmazonEKS_CNI_Policy",
+    "ecr": "AmazonEC2ContainerRegistryReadOnly",
+}
+# The cluster autoscaler and the scheduled actions move the desired size; Pulumi must not move it back.
+_SCALING_IGNORED = ["scalingConfig.desiredSize"]
+
+
+def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
+    settings = dict(target.settings)
+    subnet_ids = [str(s) for s in settings["subnet_ids"]]  # type: ignore[union-attr]
+    role_arn, role_ready = _node_role(target, plan, settings.get("node_role_arn")) if target.pools else ("", [])
+    cloud = CLOUDS.get(target.cloud)
+
+    def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
+        problems = cloud.check_pool(pool)
+        assert not problems, problems  # planning refuses such pools; reaching here is a bug
+        return _node_group(target, pool, subnet_ids, role_arn, role_ready, opts)
+
+    return {pool.name: GpuNodePool(target.cloud, pool, build) for pool in target.pools}
+
+
+def _node_role(target: TargetPlan, plan: Plan, arn: object) -> tuple[pulumi.Input[str], list[pulumi.Resource]]:
+    """The node role's ARN from settings, or one role per target with the standard worker policies."""
+    if arn:
+        return str(arn), []
+    partition = aws.get_partition_output()
+    trust = partition.dns_suffix.apply(lambda suffix: json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": f"ec2.{suffix}"}, "Action": "sts:AssumeRole"}],
+    }, sort_keys=True))
+    role = aws.iam.Role(f"{target.name}-node-role", assume_role_policy=trust,
+                        description=f"EKS GPU nodes of gpustack target {target.name}", tags=dict(plan.labels))
+    attachments = [
+        aws.iam.RolePolicyAttachment(
+            f"{target.name}-node-role-{short}", role=role.name,
+            policy_arn=partition.partition.apply(lambda p, policy=policy: f"arn:{p}:iam::aws:policy/{policy}"))
+        for short, policy in NODE_POLICIES.items()
+    ]
+    return role.arn, [role, *attachments]
+
+
+def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn: pulumi.Input[str],
+                role_ready: list[pulumi.Resource], opts: pulumi.ResourceOptions) -> dict[str, Any]:
+    tags = attribution(pool)
+    outputs: dict[str, Any] = {}
+    launch_template = None
+    if pool.reserved_nodes:
+        # A reservation is zonal: the floor lives in the zone of the first subnet, and so does its
+        # node group, which launches through a template that targets the reservation.
+        subnet_ids = subnet_ids[:1]
+        zone = aws.ec2.get_subnet_output(id=subnet_ids[0])
+        reservation = aws.ec2.CapacityReservation(
+            f"{pool.name}-reservation",
+            instance_type=pool.instance_type,
+            instance_count=pool.reserved_nodes,
+            availability_zone=zone.availability_zone,
+            instance_platform=eks.RESERVATION_INSTANCE_PLATFORM,
+            instance_match_criteria=eks.RESERVATION_MATCH_CRITERIA,
+            end_date_type=eks.RESERVATION_END_DATE_TYPE,
+            tags=tags,
+            opts=opts)
+        template = aws.ec2.LaunchTemplate(
+            f"{pool.name}-launch-template",
+            description=f"gpustack pool {pool.name}: launch into capacity reservation",
+            capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=reservation.id)),
+            tags=tags,
+            opts=opts)
+        # The instance type stays on the node group: EKS fails when both name one.
+        launch_template = aws.eks.NodeGroupLaunchTemplateArgs(
+            id=template.id, version=template.latest_version.apply(str))
+        outputs["capacity_reservation_id"] = reservation.id
+    node_group = aws.eks.NodeGroup(
+        f"{pool.name}-node-group",
+        cluster_name=target.cluster,
+        node_group_name=pool.cloud_name,
+        node_role_arn=role_arn,
+        subnet_ids=subnet_ids,
+        capacity_type=eks.capacity_type(pool.capacity),
+        ami_type=eks.ami_type(pool.instance_type),
+        instance_types=[pool.instance_type],
+        scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+            min_size=pool.min_nodes, max_size=pool.max_nodes, desired_size=pool.min_nodes),
+        labels=dict(pool.labels),
+        taints=[aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=eks.taint_effect(t.effect))
+                for t in pool.taints],
+        launch_template=launch_template,
+        tags=tags,
+        # Nodes cannot join before their role has its policies.
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=role_ready,
+                                                                       ignore_changes=_SCALING_IGNORED)))
+    asg_name = node_group.resources[0].autoscaling_groups[0].name
+    if pool.schedule is not None:
+        _schedules(pool, asg_name, opts)
+    outputs.update(node_pool_id=node_group.id, autoscaling_group_name=asg_name)
+    return outputs
+
+
+def _schedules(pool: Pool, asg_name: pulumi.Output[str], opts: pulumi.ResourceOptions) -> None:
+    """Start at the window's start with the pool's bounds; stop at its end with 0/0/0."""
+    assert pool.schedule is not None
+    starts, stops = window_crons(pool.schedule)
+    for action, crons, min_size, max_size in (("start", starts, pool.min_nodes, pool.max_nodes),
+                                              ("stop", stops, 0, 0)):
+        for index, cron in enumerate(crons, 1):
+            suffix = action if len(crons) == 1 else f"{action}-{index}"
+            aws.autoscaling.Schedule(
+                f"{pool.name}-{suffix}",
+                autoscaling_group_name=asg_name,
+                scheduled_action_name=f"gpustack-{pool.cloud_name}-{suffix}",
+                recurrence=cron,
+                time_zone=pool.schedule.timezone,
+                min_size=min_size,
+                max_size=max_size,
+                desired_capacity=min_size,
+                opts=opts)

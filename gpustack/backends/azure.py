@@ -1,0 +1,78 @@
+"""AKS: one user agent pool per planned pool, and a capacity reservation for each reserved floor.
+
+Every value comes from the plan or from `gpustack.clouds.azure` (the enum strings, checked when the
+spec was planned); nothing is decided here. Logical names derive from the plan's pool name, so
+adding a workload or reordering the spec never renames an existing resource.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+from pulumi_azure_native import compute, containerservice
+
+from gpustack.backends.base import GpuNodePool, attribution
+from gpustack.clouds import azure as facts
+from gpustack.plan.model import Plan, Pool, TargetPlan
+
+
+def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
+    del plan  # everything needed is in the target
+    resource_group = str(dict(target.settings)["resource_group"])
+    build = functools.partial(_agent_pool, target, resource_group)
+    return {pool.name: GpuNodePool("azure", pool, build) for pool in target.pools}
+
+
+def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
+    enums = facts.agent_pool_enums(pool)
+    args: dict[str, Any] = dict(
+        resource_group_name=resource_group,
+        resource_name_=target.cluster,
+        agent_pool_name=pool.cloud_name,
+        mode=enums["mode"],
+        os_type=enums["os_type"],
+        os_sku=enums["os_sku"],
+        type=enums["type"],
+        vm_size=pool.instance_type,
+        enable_auto_scaling=True,
+        min_count=pool.min_nodes,
+        max_count=pool.max_nodes,
+        count=pool.min_nodes,
+        node_labels=dict(pool.labels),
+        node_taints=[f"{t.key}={t.value}:{t.effect}" for t in pool.taints],
+        tags=attribution(pool),
+        scale_set_priority=enums["scale_set_priority"],
+        gpu_profile=containerservice.GPUProfileArgs(driver=enums["gpu_driver"]),
+    )
+    if "scale_set_eviction_policy" in enums:
+        args.update(scale_set_eviction_policy=enums["scale_set_eviction_policy"], spot_max_price=facts.SPOT_MAX_PRICE)
+    if "gpu_instance_profile" in enums:
+        args["gpu_instance_profile"] = enums["gpu_instance_profile"]
+    outputs: dict[str, Any] = {}
+    # The autoscaler owns the node count once the pool exists; `count` only sizes the first creation.
+    pool_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["count"]))
+    if pool.reserved_nodes:
+        group, reservation = _reservation(target, resource_group, pool, opts)
+        args["capacity_reservation_group_id"] = group.id
+        # AKS associates the group only if it already holds a reservation (else: a warning, no association).
+        pool_opts = pulumi.ResourceOptions.merge(pool_opts, pulumi.ResourceOptions(depends_on=[reservation]))
+        outputs["capacity_reservation_group_id"] = group.id
+    agent_pool = containerservice.AgentPool(pool.name, **args, opts=pool_opts)
+    outputs["id"] = agent_pool.id
+    return outputs
+
+
+def _reservation(target: TargetPlan, resource_group: str, pool: Pool, opts: pulumi.ResourceOptions
+                 ) -> tuple[compute.CapacityReservationGroup, compute.CapacityReservation]:
+    """A regional capacity reservation group holding the pool's floor: `reserved_nodes` VMs of its size."""
+    tags = attribution(pool)
+    group = compute.CapacityReservationGroup(
+        f"{pool.name}-crg", resource_group_name=resource_group, location=target.region, tags=tags, opts=opts)
+    reservation = compute.CapacityReservation(
+        f"{pool.name}-cr", resource_group_name=resource_group, location=target.region,
+        capacity_reservation_group_name=group.name,
+        sku=compute.SkuArgs(name=pool.instance_type, capacity=pool.reserved_nodes), tags=tags, opts=opts)
+    return group, reservation

@@ -1,0 +1,104 @@
+"""GKE: one node pool per pool, with GKE's own GPU sharing and MIG partitioning, and a specific
+Compute Engine reservation for each reserved floor.
+
+GKE has no scheduled scaling of node pools; the plan says so for every scheduled pool and the
+in-cluster auto-stop covers it. Every value comes from the plan; enum strings come from
+`gpustack.clouds.gcp`, which checked them when the spec was planned. Pulumi names derive from the
+pool's plan name, so adding a workload never renames an existing resource.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pulumi
+import pulumi_gcp as gcp
+
+from gpustack.backends.base import GpuNodePool
+from gpustack.clouds import CLOUDS
+from gpustack.clouds import gcp as gke
+from gpustack.plan.model import Plan, Pool, TargetPlan
+
+# initial_node_count forces a new node pool when it changes, and the autoscaler changes the live
+# count; the pulumi-gcp docstring advises ignoring later changes.
+_INITIAL_COUNT_IGNORED = ["initialNodeCount"]
+
+
+def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
+    del plan  # everything a GKE pool needs is on the target
+    cloud = CLOUDS.get(target.cloud)
+
+    def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
+        problems = cloud.check_pool(pool)
+        assert not problems, problems  # planning refuses such pools; reaching here is a bug
+        return _node_pool(target, pool, opts)
+
+    return {pool.name: GpuNodePool(target.cloud, pool, build) for pool in target.pools}
+
+
+def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
+    settings = dict(target.settings)
+    project = settings.get("project")
+    zones = [str(z) for z in settings.get("node_locations") or ()]  # type: ignore[attr-defined]
+    accelerator = gke.accelerator_type(pool.gpu, pool.instance_type)
+    outputs: dict[str, Any] = {}
+    reservation_affinity = None
+    if pool.reserved_nodes:
+        zones = zones[:1]  # reservations are zonal: the floor lives in the first zone
+        reservation = gcp.compute.Reservation(
+            f"{pool.name}-reservation",
+            name=gke.reservation_name(target.cluster, pool.cloud_name),
+            zone=zones[0],
+            project=project,
+            specific_reservation=gcp.compute.ReservationSpecificReservationArgs(
+                count=pool.reserved_nodes,
+                instance_properties=gcp.compute.ReservationSpecificReservationInstancePropertiesArgs(
+                    machine_type=pool.instance_type,
+                    guest_accelerators=[
+                        gcp.compute.ReservationSpecificReservationInstancePropertiesGuestAcceleratorArgs(
+                            accelerator_type=accelerator, accelerator_count=pool.gpus_per_node)])),
+            # Only node pools that name it may consume it, so other VMs cannot eat the floor.
+            specific_reservation_required=True,
+            opts=opts)
+        reservation_affinity = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type=gke.RESERVATION_AFFINITY, key=gke.RESERVATION_KEY, values=[reservation.name])
+        outputs["reservation_name"] = reservation.name
+    node_pool = gcp.container.NodePool(
+        f"{pool.name}-node-pool",
+        name=pool.cloud_name,
+        cluster=target.cluster,
+        location=target.region,
+        project=project,
+        node_locations=zones or None,
+        initial_node_count=math.ceil(pool.min_nodes / len(zones)) if pool.min_nodes and zones else None,
+        autoscaling=gcp.container.NodePoolAutoscalingArgs(
+            total_min_node_count=pool.min_nodes, total_max_node_count=pool.max_nodes,
+            location_policy=gke.SPOT_LOCATION_POLICY if pool.capacity == "spot" else None),
+        node_config=gcp.container.NodePoolNodeConfigArgs(
+            machine_type=pool.instance_type,
+            spot=True if pool.capacity == "spot" else None,
+            labels=dict(pool.labels),
+            resource_labels=gke.resource_labels(pool),
+            taints=[gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=gke.taint_effect(t.effect))
+                    for t in pool.taints],
+            guest_accelerators=[_accelerator(pool, accelerator)],
+            reservation_affinity=reservation_affinity),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=_INITIAL_COUNT_IGNORED)))
+    outputs["node_pool_id"] = node_pool.id
+    return outputs
+
+
+def _accelerator(pool: Pool, accelerator: str | None) -> gcp.container.NodePoolNodeConfigGuestAcceleratorArgs:
+    sharing = None
+    if pool.sharing.mode in ("time-slicing", "mps"):
+        sharing = gcp.container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
+            gpu_sharing_strategy=gke.sharing_strategy(pool.sharing.mode),
+            max_shared_clients_per_gpu=pool.sharing.replicas)
+    return gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
+        type=accelerator,
+        count=pool.gpus_per_node,
+        gpu_partition_size=gke.partition_size(pool) if pool.sharing.mode == "mig" else None,
+        gpu_sharing_config=sharing,
+        gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+            gpu_driver_version=gke.GPU_DRIVER_VERSION))

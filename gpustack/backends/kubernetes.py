@@ -1,0 +1,91 @@
+"""The in-cluster layer as Pulumi Kubernetes resources: exactly the objects `gpustack render` writes.
+
+Every resource is declared from the dicts of `gpustack.render.in_cluster` (no second definition):
+Namespaces, ConfigMaps, ServiceAccounts, Roles, RoleBindings and CronJobs as their typed
+resources, the PrometheusRule as an `apiextensions.CustomResource`, and the GPU Operator as a
+`helm.v3.Release` (a real Helm release, hooks and CRD upgrades included) with the rendered values.
+
+The cluster is reached through a Kubernetes provider built from the secret Pulumi config
+`gpustack:kubeconfig` (the kubeconfig's content):
+
+    pulumi config set --secret gpustack:kubeconfig "$(cat ~/.kube/config)"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpustack.plan.model import Plan, TargetPlan
+from gpustack.render import in_cluster
+
+PROVIDER_NAME = "gpustack-kubernetes"
+# kind -> resource class; fields of the object other than apiVersion/kind become its arguments.
+_CLASSES: dict[str, Any] = {
+    "Namespace": k8s.core.v1.Namespace,
+    "ConfigMap": k8s.core.v1.ConfigMap,
+    "ServiceAccount": k8s.core.v1.ServiceAccount,
+    "Role": k8s.rbac.v1.Role,
+    "RoleBinding": k8s.rbac.v1.RoleBinding,
+    "CronJob": k8s.batch.v1.CronJob,
+}
+_ARGUMENTS = {"metadata": "metadata", "data": "data", "rules": "rules", "roleRef": "role_ref",
+              "subjects": "subjects", "spec": "spec"}
+
+
+def resource_name(obj: dict[str, Any]) -> str:
+    """The Pulumi name of an object: `namespace/name`, or `name` when cluster-scoped (types differ
+    per kind, so a ServiceAccount and a Role may share a name)."""
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
+
+
+def declare(target: TargetPlan, plan: Plan, kubeconfig: pulumi.Input[str]) -> dict[str, pulumi.Resource]:
+    """Declare the target's in-cluster objects; returns them by `<kind>:<resource name>`."""
+    rendered = in_cluster(plan, target)
+    provider = k8s.Provider(PROVIDER_NAME, kubeconfig=kubeconfig)
+    declared: dict[str, pulumi.Resource] = {}
+    namespaces: dict[str, pulumi.Resource] = {}
+    in_namespace: dict[str, list[pulumi.Resource]] = {}
+    for obj in rendered.objects:  # namespaces come first in this order
+        namespace = obj["metadata"].get("namespace")
+        depends = [namespaces[namespace]] if namespace in namespaces else []
+        resource = _resource(obj, pulumi.ResourceOptions(provider=provider, depends_on=depends))
+        declared[f"{obj['kind']}:{resource_name(obj)}"] = resource
+        if obj["kind"] == "Namespace":
+            namespaces[obj["metadata"]["name"]] = resource
+            in_namespace.setdefault(obj["metadata"]["name"], []).append(resource)
+        elif namespace is not None:
+            in_namespace.setdefault(namespace, []).append(resource)
+    if rendered.operator is not None:
+        release = rendered.operator
+        # The values name the ConfigMaps of the operator's namespace: install once they exist.
+        needed = in_namespace.get(release.namespace, [])
+        declared[f"Release:{release.namespace}/{release.name}"] = k8s.helm.v3.Release(
+            release.name,
+            name=release.name,
+            chart=release.chart,
+            version=release.version,
+            namespace=release.namespace,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=release.repository),
+            values=release.values,
+            opts=pulumi.ResourceOptions(provider=provider, depends_on=needed),
+        )
+    return declared
+
+
+def _resource(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    name = resource_name(obj)
+    fields = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    unknown = set(fields) - set(_ARGUMENTS)
+    if unknown:  # never drop a field silently: the declared object must be the rendered one
+        raise ValueError(f"{obj['kind']} {name}: no argument for {sorted(unknown)}")
+    if obj["kind"] in _CLASSES:
+        return _CLASSES[obj["kind"]](name, opts=opts, **{_ARGUMENTS[k]: v for k, v in fields.items()})
+    # Custom resources (PrometheusRule): metadata and spec only.
+    if set(fields) - {"metadata", "spec"}:
+        raise ValueError(f"{obj['kind']} {name}: a custom resource takes metadata and spec only")
+    return k8s.apiextensions.CustomResource(name, api_version=obj["apiVersion"], kind=obj["kind"],
+                                            metadata=fields["metadata"], spec=fields.get("spec"), opts=opts)

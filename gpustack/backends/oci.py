@@ -1,0 +1,167 @@
+"""OKE: one managed node pool per planned pool, capacity reservations for reserved floors, and the
+Cluster Autoscaler add-on holding every pool's bounds.
+
+Every value comes from the plan, the target's settings or `gpustack.clouds.oci` (the enum strings,
+checked when the spec was planned); nothing is decided here. Logical names derive from the plan's
+pool name (and the target name for the add-on), so reordering the spec never renames a resource.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_oci as oci
+
+from gpustack.backends.base import GpuNodePool, attribution
+from gpustack.clouds import oci as facts
+from gpustack.plan.model import Plan, Pool, TargetPlan
+
+# The managed-node cloud-init: fetch OKE's own init script and pass kubelet arguments to it
+# (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengusingcustomcloudinitscripts.htm).
+# OKE node pools have no taint field, so the kubelet registers the pool's taints itself.
+_OKE_INIT = ('curl --fail -H "Authorization: Bearer Oracle" -L0 '
+             "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script | base64 --decode >/var/run/oke-init.sh")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Where:
+    """Where and from what the target's nodes launch."""
+
+    cluster_id: str
+    compartment_id: str
+    subnet_id: str
+    kubernetes_version: pulumi.Output[str]
+    image_id: pulumi.Input[str]
+    availability_domains: pulumi.Output[list[str]]  # sorted
+
+
+def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
+    del plan  # everything needed is in the target
+    settings = dict(target.settings)
+    compartment = str(settings["compartment_id"])
+    # Node pools run the cluster's Kubernetes version, on a GPU image built for it.
+    version = oci.containerengine.get_cluster_output(cluster_id=target.cluster).kubernetes_version
+    image: pulumi.Input[str]
+    if settings.get("image_id"):
+        image = str(settings["image_id"])
+    else:
+        options = oci.containerengine.get_node_pool_option_output(node_pool_option_id=target.cluster,
+                                                                  compartment_id=compartment)
+        image = pulumi.Output.all(options.sources, version).apply(lambda a: gpu_image(a[0], a[1]))
+    if settings.get("availability_domains"):
+        domains = pulumi.Output.from_input(sorted(settings["availability_domains"]))  # type: ignore[arg-type]
+    else:
+        found = oci.identity.get_availability_domains_output(compartment_id=compartment)
+        domains = found.availability_domains.apply(lambda ads: sorted(ad["name"] for ad in ads))
+    where = _Where(target.cluster, compartment, str(settings["subnet_id"]), version, image, domains)
+    pools = {pool.name: GpuNodePool("oci", pool, functools.partial(_node_pool, where)) for pool in target.pools}
+    if settings.get("cluster_autoscaler", "addon") == "addon" and pools:
+        _autoscaler(target, [(pools[p.name].outputs["id"], p) for p in sorted(target.pools, key=lambda p: p.name)])
+    return pools
+
+
+def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
+    tags = attribution(pool)
+    outputs: dict[str, Any] = {}
+    if pool.reserved_nodes:
+        # The floor lives in one availability domain: a reservation holds one shape in one domain.
+        domain = where.availability_domains.apply(lambda names: names[0])
+        reservation = oci.core.ComputeCapacityReservation(
+            f"{pool.name}-reservation", compartment_id=where.compartment_id, availability_domain=domain,
+            display_name=pool.cloud_name, is_default_reservation=False, freeform_tags=tags,
+            instance_reservation_configs=[oci.core.ComputeCapacityReservationInstanceReservationConfigArgs(
+                instance_shape=pool.instance_type, reserved_count=pool.reserved_nodes)],
+            opts=opts)
+        placements: pulumi.Input[Sequence[Any]] = pulumi.Output.all(domain, reservation.id).apply(
+            lambda a: [_placement(where.subnet_id, a[0], capacity_reservation_id=a[1])])
+        outputs["capacity_reservation_id"] = reservation.id
+    else:
+        spot = pool.capacity == "spot"
+        placements = where.availability_domains.apply(
+            lambda names: [_placement(where.subnet_id, name, preemptible=spot) for name in names])
+    node_pool = oci.containerengine.NodePool(
+        pool.name,
+        cluster_id=where.cluster_id,
+        compartment_id=where.compartment_id,
+        name=pool.cloud_name,
+        node_shape=pool.instance_type,
+        kubernetes_version=where.kubernetes_version,
+        node_source_details=oci.containerengine.NodePoolNodeSourceDetailsArgs(
+            image_id=where.image_id, source_type=facts.NODE_SOURCE_TYPE),
+        node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
+            size=pool.min_nodes, placement_configs=placements, freeform_tags=tags),
+        initial_node_labels=[oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v) for k, v in pool.labels],
+        node_metadata={"user_data": user_data(pool)},
+        freeform_tags=tags,
+        # The autoscaler owns the node count once the pool exists; `size` only sizes the first creation.
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["nodeConfigDetails.size"])),
+    )
+    outputs["id"] = node_pool.id
+    return outputs
+
+
+def _placement(subnet_id: str, domain: str, *, preemptible: bool = False, capacity_reservation_id: str | None = None
+               ) -> oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs:
+    preemptible_config = None
+    if preemptible:  # never together with a reservation: preemptible capacity cannot use one
+        preemptible_config = oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigArgs(
+            preemption_action=oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigPreemptionActionArgs(  # noqa: E501
+                type=facts.PREEMPTION_ACTION, is_preserve_boot_volume=False))
+    return oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
+        availability_domain=domain, subnet_id=subnet_id, capacity_reservation_id=capacity_reservation_id,
+        preemptible_node_config=preemptible_config)
+
+
+def cloud_init(pool: Pool) -> str:
+    """The node's cloud-init script: OKE's init, with the kubelet registering the pool's taints."""
+    taints = ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints)
+    return f'#!/bin/bash\n{_OKE_INIT}\nbash /var/run/oke-init.sh --kubelet-extra-args "--register-with-taints={taints}"\n'
+
+
+def user_data(pool: Pool) -> str:
+    """`node_metadata.user_data`: the cloud-init script, base64-encoded as OCI expects."""
+    return base64.b64encode(cloud_init(pool).encode("utf-8")).decode("ascii")
+
+
+def gpu_image(sources: Sequence[Mapping[str, Any]], kubernetes_version: str) -> str:
+    """The newest x86 GPU node image built for `kubernetes_version` among the node-pool options.
+
+    GPU images have 'GPU' in their name, ARM images 'aarch64', and OKE images end in
+    '-OKE-<version>[-build]' (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengrunninggpunodes.htm).
+    """
+    version = kubernetes_version.lstrip("v")
+    built_for = re.compile(rf"-OKE-{re.escape(version)}(-|$)")
+    fits = [s for s in sources if str(s.get("source_type", "")).upper() == facts.NODE_SOURCE_TYPE
+            and "GPU" in s["source_name"] and "aarch64" not in s["source_name"] and built_for.search(s["source_name"])]
+    if not fits:
+        raise pulumi.RunError(f"gpustack: no x86 GPU node image for Kubernetes {kubernetes_version} among the "
+                              "cluster's node-pool options; set settings.image_id to an OKE GPU image OCID")
+    return max(fits, key=lambda s: (_image_date(s["source_name"]), s["source_name"]))["image_id"]
+
+
+def _image_date(name: str) -> tuple[int, ...]:
+    match = re.search(r"-(\d{4})\.(\d{2})\.(\d{2})-", name)
+    return tuple(int(g) for g in match.groups()) if match else ()
+
+
+def _autoscaler(target: TargetPlan, pools: list[tuple[pulumi.Output[str], Pool]]) -> oci.containerengine.Addon:
+    """OKE's Cluster Autoscaler add-on with `<min>:<max>:<node pool OCID>` for every pool of the target
+    (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengconfiguringclusteraddons-configurationarguments.htm)."""
+    bounds = [pulumi.Output.concat(str(p.min_nodes), ":", str(p.max_nodes), ":", pool_id) for pool_id, p in pools]
+    nodes = pulumi.Output.all(*bounds).apply(lambda parts: ",".join(parts))
+    return oci.containerengine.Addon(
+        f"{target.name}-cluster-autoscaler",
+        addon_name=facts.AUTOSCALER_ADDON,
+        cluster_id=target.cluster,
+        remove_addon_resources_on_delete=True,
+        configurations=[
+            oci.containerengine.AddonConfigurationArgs(key="authType", value=facts.AUTOSCALER_AUTH_TYPE),
+            oci.containerengine.AddonConfigurationArgs(key="nodes", value=nodes),
+        ],
+    )

@@ -1,0 +1,155 @@
+"""The golden-path project of `gpustack new`: rendered from templates/project/, checked, written atomically.
+
+The tree is rendered in memory, its spec validated and planned (a project that does not plan out of
+the box is a bug), then written to a temporary directory next to the destination and renamed into
+place, so an interrupted run never leaves a half-written project.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import yaml
+
+from gpustack import __version__
+from gpustack.clouds import CLOUDS
+from gpustack.errors import UsageError
+from gpustack.output.jinja import GENERATED_BY, render, template_root
+
+SPEC = "stacks/gpustack.yaml"
+# Output path -> template under templates/project/ (GitHub's folder is `.github`, a name Python
+# packaging skips, so its template lives under `github/`).
+FILES = {
+    "README.md": "README.md.j2",
+    "Pulumi.yaml": "Pulumi.yaml.j2",
+    "__main__.py": "__main__.py.j2",
+    "requirements.txt": "requirements.txt.j2",
+    ".gitignore": "gitignore.j2",
+    SPEC: "stacks/gpustack.yaml.j2",
+    "policies/PulumiPolicy.yaml": "policies/PulumiPolicy.yaml.j2",
+    "policies/requirements.txt": "policies/requirements.txt.j2",
+    "policies/__main__.py": "policies/__main__.py.j2",
+    ".github/workflows/gpustack-preview.yml": "github/workflows/gpustack-preview.yml.j2",
+}
+STACK_TEMPLATE = "stacks/Pulumi.stack.yaml.j2"
+_DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,18}[a-z0-9])?")
+
+
+def example_targets() -> dict[str, dict]:
+    """The example target of each cloud (templates/project/example_targets.yaml)."""
+    text = template_root().joinpath("project", "example_targets.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def project_name(directory: Path, name: str | None) -> str:
+    if name is None:
+        name = re.sub(r"[^a-z0-9]+", "-", directory.resolve().name.lower()).strip("-")[:20].strip("-") or "gpu-platform"
+        if not name[0].isalpha():
+            name = ("p-" + name)[:20].rstrip("-")
+    if not _DNS_LABEL.fullmatch(name):
+        raise UsageError(f"--name {name!r}: a spec name is a lowercase DNS label of at most 20 characters "
+                         "(letters, digits and '-', starting with a letter), e.g. 'ml-platform'")
+    return name
+
+
+def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = False) -> dict[str, str]:
+    """Every file of the project: relative path -> text."""
+    examples = example_targets()
+    chosen = [c for c in CLOUDS.names() if c in set(clouds)]
+    targets = [_target(cloud, examples[cloud]) for cloud in chosen]
+    header = f"{GENERATED_BY} {__version__}"
+    context = {
+        "header": header,
+        "name": name,
+        "title": "${PROJECT}" if pulumi_template else name,  # `pulumi new` fills in ${PROJECT}
+        "version": __version__,
+        "pulumi_template": pulumi_template,
+        "targets": targets,
+        "target_names": ", ".join(t["name"] for t in targets),
+        "first_target": targets[0]["name"],
+        "stacks": ", ".join(t["name"] for t in targets),
+        "clouds": ", ".join(CLOUDS.get(c).display_name for c in chosen),
+        "extras": ",".join(chosen),
+        "spec": SPEC,
+    }
+    files = {path: render(f"project/{template}", **context) for path, template in FILES.items()}
+    for t in targets:
+        files[f"stacks/Pulumi.{t['name']}.yaml"] = render(f"project/{STACK_TEMPLATE}", header=header,
+                                                          target=t["name"], provider_config=t["provider_config"])
+    return dict(sorted(files.items()))
+
+
+def render_pulumi_template() -> dict[str, str]:
+    """The project as a `pulumi new` template (templates/pulumi/gpustack/): every cloud, and a
+    Pulumi.yaml with a `template:` block."""
+    return render_project("gpu-platform", CLOUDS.names(), pulumi_template=True)
+
+
+def _target(cloud: str, example: Mapping) -> dict[str, object]:
+    settings = [f"{key}: {_flow(value)}" for key, value in example["settings"].items()]
+    return {"name": f"{cloud}-prod", "cloud": cloud, "region": example["region"], "cluster": example["cluster"],
+            "settings": settings, "provider_config": sorted(example["provider_config"].items())}
+
+
+def _flow(value: object) -> str:
+    return "[" + ", ".join(str(v) for v in value) + "]" if isinstance(value, list) else str(value)
+
+
+def check_plans(files: Mapping[str, str]) -> None:
+    """The generated spec validates and plans (else gpustack has a bug: fail before writing)."""
+    from gpustack.plan import build_plan
+    from gpustack.spec import load_text
+
+    build_plan(load_text(files[SPEC], SPEC))
+
+
+def _staging_directory(parent: Path, name: str) -> Path:
+    """A new hidden directory next to the destination (same file system, so renames are atomic)."""
+    for _ in range(100):
+        path = parent / f".{name}.gpustack-new-{secrets.token_hex(4)}"
+        try:
+            path.mkdir()  # the usual permissions (the umask applies), unlike tempfile.mkdtemp's 0700
+            return path
+        except FileExistsError:
+            continue
+    raise UsageError(f"{parent}: cannot create a temporary directory there")  # pragma: no cover
+
+
+def write_project(directory: Path, files: Mapping[str, str], force: bool) -> str:
+    """Write `files` under `directory`; returns how ('created' or 'written')."""
+    existing = directory.exists()
+    if existing and not directory.is_dir():
+        raise UsageError(f"{directory}: exists and is not a directory")
+    contents = [p.name for p in directory.iterdir()] if existing else []
+    non_empty = any(name != ".git" for name in contents)  # a fresh `git init` counts as empty
+    if non_empty and not force:
+        raise UsageError(f"{directory}: is not empty; choose an empty or new directory, or pass --force to "
+                         "overwrite the files gpustack generates (others are left alone)")
+    parent = directory.resolve().parent
+    if not parent.is_dir():
+        raise UsageError(f"{directory}: its parent directory {parent} does not exist")
+    staging = _staging_directory(parent, directory.resolve().name)
+    try:
+        for relative, text in files.items():
+            path = staging / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        if not contents:
+            if existing:
+                directory.rmdir()  # empty: replaced by the complete tree in one rename
+            os.rename(staging, directory)
+            return "created"
+        # A directory with other files (a git repository, or anything with --force): each generated
+        # file replaces its old version in one rename; the other files stay as they are.
+        for relative in files:
+            target = directory / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / relative, target)
+        return "written"
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

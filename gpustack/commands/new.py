@@ -1,0 +1,41 @@
+"""`gpustack new DIR`: a golden-path project (spec, Pulumi project and stacks, policies, CI workflow)."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "new"
+HELP = "create a project: an example spec, its Pulumi stacks, the guardrail policies and a pull-request workflow"
+ORDER = 60
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from gpustack.clouds import CLOUDS
+
+    parser.add_argument("directory", help="where to create the project (a new or empty directory)")
+    parser.add_argument("--cloud", action="append", choices=CLOUDS.names(), metavar="CLOUD",
+                        help=f"a cloud to target ({', '.join(CLOUDS.names())}); repeat for several "
+                             "(default: all of them)")
+    parser.add_argument("--name", help="the spec and project name (default: from the directory name)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into a non-empty directory, overwriting the files gpustack generates")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gpustack.clouds import CLOUDS
+    from gpustack.commands._project import check_plans, project_name, render_project, write_project
+
+    directory = Path(args.directory)
+    name = project_name(directory, args.name)
+    files = render_project(name, args.cloud or CLOUDS.names())
+    check_plans(files)
+    how = write_project(directory, files, args.force)
+    print(f"{directory}: {how} a gpustack project ({len(files)} files)" if how == "created" else
+          f"{directory}: wrote the {len(files)} files of a gpustack project")
+    for path in files:
+        print(f"  {path}")
+    print(f"Next: cd {directory} && python -m venv .venv && .venv/bin/pip install -r requirements.txt && "
+          ".venv/bin/gpustack plan stacks/gpustack.yaml")
+    return 0

@@ -1,0 +1,48 @@
+"""Where `gpustack diff` reads a spec: a file, or `REF:PATH` from git (`main:stacks/gpustack.yaml`).
+
+A git path is read as `git show REF:PATH` would read it, so PATH is relative to the repository root (or to the
+current directory when it starts with `./`). Errors name the argument and say what is wrong.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from gpustack.errors import UsageError
+from gpustack.plan import Plan, build_plan
+from gpustack.spec import load_spec
+from gpustack.spec.load import load_text
+
+
+def load_plan(source: str) -> Plan:
+    """The plan of the spec at `source` (a file, or REF:PATH when no such file exists)."""
+    if Path(source).exists() or ":" not in source:
+        return build_plan(load_spec(source))
+    return build_plan(load_text(git_show(source), source))
+
+
+def git_show(source: str) -> bytes:
+    rev, _, path = source.partition(":")
+    if not rev or not path or rev.startswith("-"):
+        raise UsageError(f"{source}: no such file, and not a git REF:PATH (for example main:stacks/gpustack.yaml)")
+    if shutil.which("git") is None:
+        raise UsageError(f"{source}: reading a spec from git needs the git command, which is not installed")
+    found = _git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+    if found.returncode != 0:
+        if b"not a git repository" in found.stderr:
+            raise UsageError(f"{source}: not inside a git repository, so {rev!r} cannot be read")
+        raise UsageError(f"{source}: no git revision {rev!r} (a branch, tag or commit; in CI, fetch it first: "
+                         f"git fetch origin {rev})")
+    kind = _git("cat-file", "-t", f"{rev}:{path}")
+    if kind.returncode != 0:
+        raise UsageError(f"{source}: {path!r} does not exist in {rev} (git paths start at the repository root; "
+                         "use ./PATH for one relative to the current directory)")
+    if kind.stdout.strip() != b"blob":
+        raise UsageError(f"{source}: {path!r} is a directory in {rev}, not a spec file")
+    return _git("cat-file", "blob", f"{rev}:{path}").stdout
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", *args], capture_output=True, check=False, timeout=60)

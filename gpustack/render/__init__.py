@@ -1,0 +1,67 @@
+"""The in-cluster layer of a target as plain data: what both `gpustack render` and the Pulumi
+program declare, built from the plan only (no Pulumi import here).
+
+- GPU Operator (operator.py): a Helm release with pinned chart and values, where the cloud does not
+  share GPUs natively; its namespace and the NVIDIA configs it reads (nvidia.py);
+- dev auto-stop (autostop.py): CronJobs and their RBAC, on every cloud;
+- idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud.
+
+`in_cluster(plan, target)` returns every object in a stable order (apply order: namespaces first),
+so two runs give the same objects, and the same bytes once dumped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gpustack.clouds import CLOUDS
+from gpustack.plan.model import Plan, TargetPlan
+from gpustack.render import alerts, autostop, nvidia, operator
+from gpustack.render.common import metadata, object_labels
+from gpustack.render.operator import HelmRelease
+
+# The Kubernetes API the objects are written for and validated against (CronJob spec.timeZone is
+# GA since 1.27).
+KUBERNETES_VERSION = "1.31.0"
+GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every cloud
+# Apply order of the kinds gpustack emits.
+KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ServiceAccount": 30, "Role": 31, "RoleBinding": 32,
+              "CronJob": 40, "PrometheusRule": 50}
+
+
+@dataclasses.dataclass(frozen=True)
+class InCluster:
+    target: str
+    objects: tuple[dict[str, Any], ...]
+    operator: HelmRelease | None  # None: the cloud runs its own device plugin (no operator)
+
+
+def object_key(obj: dict[str, Any]) -> tuple[int, str, str]:
+    meta = obj["metadata"]
+    return KIND_ORDER[obj["kind"]], meta.get("namespace", ""), meta["name"]
+
+
+def namespace(plan: Plan, target: TargetPlan, name: str, privileged: bool = False) -> dict[str, Any]:
+    labels = object_labels(plan, target)
+    if privileged:  # the operator's pods run privileged (Pod Security Admission)
+        labels = dict(sorted({**labels, "pod-security.kubernetes.io/enforce": "privileged"}.items()))
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(name, labels)}
+
+
+def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
+    cloud = CLOUDS.get(target.cloud)
+    release = operator.release(target, cloud)
+    objects: list[dict[str, Any]] = []
+    if release is not None:
+        objects.append(namespace(plan, target, release.namespace, privileged=True))
+        objects.extend(nvidia.configmaps(plan, target, release.namespace))
+    objects.extend(autostop.objects(plan, target))
+    rule = alerts.prometheus_rule(plan, target, GPUSTACK_NAMESPACE)
+    if rule is not None:
+        objects.append(namespace(plan, target, GPUSTACK_NAMESPACE))
+        objects.append(rule)
+    return InCluster(target.name, tuple(sorted(objects, key=object_key)), release)
+
+
+__all__ = ["GPUSTACK_NAMESPACE", "InCluster", "KUBERNETES_VERSION", "in_cluster", "object_key"]

@@ -1,0 +1,205 @@
+"""Dev auto-stop on every cloud: CronJobs that scale a scheduled pool's workloads to zero and back.
+
+Per scheduled pool and per namespace its workloads live in, a pair of batch/v1 CronJobs in that
+namespace, in the window's own time zone (`spec.timeZone`, so daylight saving is the controller's
+business):
+
+- stop (the window closes): every Deployment and StatefulSet labelled
+  `gpustack.dev/workload in (<the pool's workloads>)` with replicas > 0 is scaled to 0, its replica
+  count kept in the annotation `gpustack.dev/replicas-before-stop`;
+- start (the window opens): each object carrying the annotation gets that count back (unless
+  someone scaled it up meanwhile) and loses the annotation.
+
+The pool's autoscaler minimum is 0, so the emptied nodes go away. A ServiceAccount, Role and
+RoleBinding per namespace allow exactly get, list and patch on deployments and statefulsets and
+their scale subresource, nothing else.
+
+The job runs a short standard-library Python program (SCRIPT) against the API server with the
+pod's service-account token: the official kubectl image has no shell to run a script in
+(kubernetes/kubernetes build/server-image/kubectl; users report it, e.g. wireapp/wire-server#4801),
+and the Docker Official Image for Python is maintained and pinned by tag here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpustack.plan.model import Plan, Pool, TargetPlan
+from gpustack.render.common import WORKLOAD_LABEL, fitted_name, metadata, object_labels
+from gpustack.schedules import window_crons
+
+# Docker Official Image "python" (https://hub.docker.com/_/python), pinned by its full tag.
+IMAGE = "python:3.13.5-alpine3.22"
+ANNOTATION = "gpustack.dev/replicas-before-stop"
+ACTION_LABEL = "gpustack.dev/autostop"
+ACCOUNT = "gpustack-autostop"
+CRONJOB_NAME_MAX = 52  # the controller appends 11 characters to Job names (at most 63)
+RULES = [{"apiGroups": ["apps"],
+          "resources": ["deployments", "deployments/scale", "statefulsets", "statefulsets/scale"],
+          "verbs": ["get", "list", "patch"]}]
+
+SCRIPT = '''\
+"""gpustack auto-stop: scale labelled Deployments and StatefulSets to zero, or back."""
+import json, os, ssl, sys, urllib.error, urllib.parse, urllib.request
+
+ANNOTATION = "gpustack.dev/replicas-before-stop"
+ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def patch_for(action, obj):
+    """The merge patch that stops or starts `obj`, or None when there is nothing to do."""
+    meta, spec = obj["metadata"], obj.get("spec", {})
+    replicas = spec.get("replicas", 1)
+    saved = (meta.get("annotations") or {}).get(ANNOTATION)
+    guard = {"resourceVersion": meta["resourceVersion"]}  # a concurrent change fails with 409
+    if action == "stop":
+        if replicas == 0:
+            return None  # already stopped (or scaled to zero by its owner): keep what was saved
+        return {"metadata": dict(guard, annotations={ANNOTATION: str(replicas)}), "spec": {"replicas": 0}}
+    if saved is None:
+        return None
+    patch = {"metadata": dict(guard, annotations={ANNOTATION: None})}
+    if replicas == 0 and saved.isdigit():
+        patch["spec"] = {"replicas": int(saved)}
+    return patch  # scaled up meanwhile, or a bad annotation: only drop the annotation
+
+
+def call(method, path, body=None):
+    url = "https://%s:%s%s" % (os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"], path)
+    with open(ACCOUNT + "/token") as f:
+        token = f.read().strip()
+    request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
+                                     headers={"Authorization": "Bearer " + token, "Accept": "application/json",
+                                              "Content-Type": "application/merge-patch+json"})
+    context = ssl.create_default_context(cafile=ACCOUNT + "/ca.crt")
+    with urllib.request.urlopen(request, context=context, timeout=30) as response:
+        return json.load(response)
+
+
+def main(action, namespace, selector):
+    failed = 0
+    for plural in ("deployments", "statefulsets"):
+        base = "/apis/apps/v1/namespaces/%s/%s" % (namespace, plural)
+        for attempt in range(3):
+            items = call("GET", base + "?labelSelector=" + urllib.parse.quote(selector))["items"]
+            conflicts = 0
+            for obj in items:
+                patch = patch_for(action, obj)
+                if patch is None:
+                    continue
+                name = obj["metadata"]["name"]
+                try:
+                    call("PATCH", base + "/" + name, patch)
+                    print("%s %s/%s: %s" % (action, plural, name, json.dumps(patch.get("spec", {}))))
+                except urllib.error.HTTPError as error:
+                    if error.code != 409:
+                        print("%s %s/%s failed: %s" % (action, plural, name, error), file=sys.stderr)
+                        failed += 1
+                    conflicts += error.code == 409
+            if not conflicts:
+                break
+        else:
+            failed += 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
+'''
+
+
+def scheduled(target: TargetPlan) -> list[tuple[Pool, tuple[str, ...], tuple[str, ...]]]:
+    """Pools with a window that closes, with their start and stop crons (a window open all week needs
+    no jobs)."""
+    found = []
+    for pool in target.pools:
+        if pool.schedule is None:
+            continue
+        starts, stops = window_crons(pool.schedule)
+        if starts:
+            found.append((pool, starts, stops))
+    return found
+
+
+def selector(pool: Pool) -> str:
+    return f"{WORKLOAD_LABEL} in ({','.join(sorted(pool.workloads))})"
+
+
+def cronjob_name(action: str, pool: Pool) -> str:
+    return fitted_name(f"gpustack-{action}", pool.name, CRONJOB_NAME_MAX)
+
+
+def _numbered(action: str, index: int, count: int) -> str:
+    """'stop', or 'stop-2' when a window needs several crons for one action (a rare merged week)."""
+    return action if count == 1 else f"{action}-{index}"
+
+
+def cronjob(plan: Plan, target: TargetPlan, pool: Pool, namespace: str, action: str, schedule: str,
+            name_action: str | None = None) -> dict[str, Any]:
+    assert pool.schedule is not None
+    labels = dict(object_labels(plan, target, pool), **{ACTION_LABEL: action})
+    labels = dict(sorted(labels.items()))
+    container = {
+        "name": "scale",
+        "image": IMAGE,
+        "command": ["python3", "-c", SCRIPT, action, namespace, selector(pool)],
+        "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]}},
+    }
+    pod = {
+        "serviceAccountName": ACCOUNT,
+        "restartPolicy": "Never",
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
+                            "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": metadata(cronjob_name(name_action or action, pool), labels, namespace),
+        "spec": {
+            "schedule": schedule,
+            "timeZone": pool.schedule.timezone,
+            "concurrencyPolicy": "Forbid",
+            # A controller that was down at the time still acts within the hour, never much later.
+            "startingDeadlineSeconds": 3600,
+            "successfulJobsHistoryLimit": 1,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {"spec": {
+                "backoffLimit": 3,
+                "activeDeadlineSeconds": 600,
+                "ttlSecondsAfterFinished": 86400,
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            }},
+        },
+    }
+
+
+def rbac(plan: Plan, target: TargetPlan, namespace: str) -> list[dict[str, Any]]:
+    labels = object_labels(plan, target)
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(ACCOUNT, labels, namespace)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": metadata(ACCOUNT, labels, namespace), "rules": [dict(rule) for rule in RULES]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": metadata(ACCOUNT, labels, namespace),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
+         "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": namespace}]},
+    ]
+
+
+def objects(plan: Plan, target: TargetPlan) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    namespaces: set[str] = set()
+    for pool, starts, stops in scheduled(target):
+        for namespace in pool.namespaces:
+            namespaces.add(namespace)
+            for action, crons in (("stop", stops), ("start", starts)):
+                for index, cron in enumerate(crons, 1):
+                    found.append(cronjob(plan, target, pool, namespace, action, cron,
+                                         _numbered(action, index, len(crons))))
+    for namespace in sorted(namespaces):
+        found.extend(rbac(plan, target, namespace))
+    return found

@@ -1,0 +1,60 @@
+"""What every in-cluster object shares: gpustack's labels, names that fit, metadata."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from gpustack.plan.model import Plan, Pool, TargetPlan
+
+PART_OF = ("app.kubernetes.io/part-of", "gpustack")
+TARGET_LABEL = "gpustack.dev/target"
+POOL_LABEL = "gpustack.dev/pool"
+# The label users put on their Deployments and StatefulSets (pod templates need not carry it): the
+# spec's workload name. The auto-stop jobs scale exactly the objects that carry it.
+WORKLOAD_LABEL = "gpustack.dev/workload"
+_OWN_PREFIXES = ("gpustack.dev/", "nvidia.com/")
+
+
+def object_labels(plan: Plan, target: TargetPlan, pool: Pool | None = None) -> dict[str, str]:
+    """gpustack's labels plus the attribution labels (the pool's when the object belongs to one)."""
+    labels = dict(plan.labels) if pool is None else attribution(pool)
+    labels[PART_OF[0]] = PART_OF[1]
+    labels[TARGET_LABEL] = target.name
+    if pool is not None:
+        labels[POOL_LABEL] = pool.name
+    return dict(sorted(labels.items()))
+
+
+def attribution(pool: Pool) -> dict[str, str]:
+    """The pool's labels without gpustack's and NVIDIA's own keys: team, cost-center, model, ..."""
+    return {k: v for k, v in pool.labels if not k.startswith(_OWN_PREFIXES)}
+
+
+def metadata(name: str, labels: dict[str, str], namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = labels
+    return meta
+
+
+def fitted_name(prefix: str, name: str, max_len: int) -> str:
+    """`<prefix>-<name>` when it fits in `max_len`, else shortened with a hash of the full name.
+
+    The hash is of `name` itself, so the result never changes while the name does not, and two
+    long names sharing a prefix still differ.
+    """
+    full = f"{prefix}-{name}"
+    if len(full) <= max_len:
+        return full
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    head = full[: max_len - len(digest) - 1].rstrip("-.")
+    return f"{head}-{digest}"
+
+
+def prometheus_label(key: str) -> str:
+    """A Kubernetes label key as a Prometheus label name (what kube-state-metrics does too)."""
+    name = re.sub(r"[^a-zA-Z0-9_]", "_", key)
+    return name if re.match(r"[a-zA-Z_]", name) else f"_{name}"

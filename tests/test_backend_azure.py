@@ -1,0 +1,191 @@
+"""AKS: what `pulumi up` declares, run under mocks with the real azure-native SDK."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from conftest import EXAMPLE, TARGETS, assert_golden
+from gpustack.cli import main
+from gpustack.clouds import azure as aks
+from gpustack.plan import build_plan
+from gpustack.spec import load_spec
+from gpustack.testing import Declared, run_program
+from pulumi_golden import declared_yaml
+
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+COMPONENT = "gpustack:azure:GpuNodePool"
+
+
+@pytest.fixture(scope="module")
+def example() -> list[Declared]:
+    return run_program(str(EXAMPLE), "azure-prod")
+
+
+@pytest.fixture(scope="module")
+def example_plan():
+    return build_plan(load_spec(EXAMPLE)).target("azure-prod")
+
+
+def agent_pools(resources: list[Declared]) -> dict[str, dict]:
+    return {r.name: r.inputs for r in resources if r.type == AGENT_POOL}
+
+
+def write_spec(tmp_path, workloads: list[dict], settings: dict | None = None) -> str:
+    target = dict(TARGETS["azure"], settings=settings or TARGETS["azure"]["settings"])
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "name": "t", "targets": [target], "workloads": workloads},
+                                   sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.golden
+def test_example_resources_match_golden(example):
+    assert_golden("pulumi/azure-prod.yaml", declared_yaml("Every resource `pulumi up` declares for azure-prod of stacks/gpustack.yaml", example))
+
+
+def test_one_agent_pool_per_planned_pool_with_the_planned_name_and_size(example, example_plan):
+    pools = agent_pools(example)
+    assert sorted(pools) == sorted(p.name for p in example_plan.pools)
+    for pool in example_plan.pools:
+        inputs = pools[pool.name]
+        assert inputs["agentPoolName"] == pool.cloud_name
+        assert (inputs["resourceGroupName"], inputs["resourceName"]) == ("rg-ml-prod", "ml-prod-aks")
+        assert (inputs["mode"], inputs["osType"], inputs["osSKU"], inputs["type"]) == (
+            "User", "Linux", "Ubuntu", "VirtualMachineScaleSets")
+        assert inputs["enableAutoScaling"] is True
+        assert (inputs["minCount"], inputs["maxCount"], inputs["count"]) == (pool.min_nodes, pool.max_nodes,
+                                                                            pool.min_nodes)
+        assert inputs["vmSize"] == pool.instance_type
+        assert inputs["nodeLabels"] == dict(pool.labels)
+        assert inputs["nodeTaints"][0] == "nvidia.com/gpu=present:NoSchedule"
+        assert inputs["gpuProfile"] == {"driver": "Install"}
+        # Cloud tags are the attribution labels, without gpustack's own keys.
+        assert inputs["tags"]["team"] == "ml-platform" and not any(k.startswith("gpustack.dev/") for k in inputs["tags"])
+
+
+def test_spot_training_pool_is_spot_delete_at_up_to_on_demand_price(example, example_plan):
+    [pool] = [p for p in example_plan.pools if "detector-train" in p.workloads]
+    inputs = agent_pools(example)[pool.name]
+    assert (inputs["scaleSetPriority"], inputs["scaleSetEvictionPolicy"], inputs["spotMaxPrice"]) == ("Spot", "Delete", -1)
+    # The taint AKS puts on spot nodes is declared too, so the declared state matches the nodes.
+    assert "kubernetes.azure.com/scalesetpriority=spot:NoSchedule" in inputs["nodeTaints"]
+    assert inputs["minCount"] == 0
+
+
+def test_on_demand_pools_are_regular_with_no_eviction_policy(example, example_plan):
+    for pool in example_plan.pools:
+        if pool.capacity != "spot":
+            inputs = agent_pools(example)[pool.name]
+            assert inputs["scaleSetPriority"] == "Regular"
+            assert "scaleSetEvictionPolicy" not in inputs and "spotMaxPrice" not in inputs
+
+
+def test_mig_pools_carry_the_gpu_instance_profile_of_their_replicas(example, example_plan):
+    pools = agent_pools(example)
+    chat = [p for p in example_plan.pools if "chat" in p.workloads]
+    assert chat and all(pools[p.name]["gpuInstanceProfile"] == "MIG3g" for p in chat)  # chat asks for 3g.40gb
+    expected = {"1g.10gb": "MIG1g", "2g.20gb": "MIG2g", "3g.40gb": "MIG3g"}
+    for pool in example_plan.pools:
+        profiles = {pl.profile for pl in pool.placements}
+        if pool.sharing.mode == "mig":
+            assert pools[pool.name]["gpuInstanceProfile"] == expected[profiles.pop()]
+        else:
+            assert "gpuInstanceProfile" not in pools[pool.name]
+
+
+def test_reserved_floor_gets_a_capacity_reservation_group_with_the_floor(example, example_plan):
+    floors = [p for p in example_plan.pools if p.capacity == "reserved"]
+    assert floors
+    by_name = {r.name: r for r in example if r.custom}
+    for pool in floors:
+        group, reservation = by_name[f"{pool.name}-crg"], by_name[f"{pool.name}-cr"]
+        assert group.type == "azure-native:compute:CapacityReservationGroup"
+        assert reservation.type == "azure-native:compute:CapacityReservation"
+        assert group.inputs["location"] == reservation.inputs["location"] == "eastus"
+        assert reservation.inputs["sku"] == {"name": pool.instance_type, "capacity": pool.reserved_nodes}
+        assert reservation.inputs["capacityReservationGroupName"] == group.name
+        assert by_name[pool.name].inputs["capacityReservationGroupID"] == f"{group.name}-id"  # the group's id
+        assert group.parent == reservation.parent == by_name[pool.name].parent  # inside the pool's component
+    others = [r for r in example if r.type == AGENT_POOL and r.name not in {p.name for p in floors}]
+    assert others and all("capacityReservationGroupID" not in r.inputs for r in others)
+
+
+def test_every_child_is_parented_to_its_pool_component(example):
+    components = {r.urn: r for r in example if r.type == COMPONENT}
+    assert components and all(c.parent.endswith("pulumi:pulumi:Stack::gpustack-azure-prod") for c in components.values())
+    for r in example:
+        if r.custom:
+            parent = components[r.parent]
+            assert r.name == parent.name or r.name.startswith(parent.name + "-")
+
+
+def test_workloads_with_a_long_shared_prefix_get_valid_distinct_aks_names(tmp_path):
+    prefix = "customer-support-summarizer-"
+    workloads = [
+        {"name": prefix + "english", "kind": "inference", "gpu": "A100-80GB", "mig": "1g.10gb", "replicas": 2},
+        {"name": prefix + "german", "kind": "inference", "gpu": "A100-80GB", "mig": "2g.20gb", "replicas": 2},
+        {"name": prefix + "retrain", "kind": "training", "gpu": "A100-80GB", "replicas": 1, "checkpointing": True},
+        {"name": prefix + "retrain-h100", "kind": "training", "gpu": "H100", "gpus": 8, "replicas": 1,
+         "checkpointing": True},
+    ]
+    names = [inputs["agentPoolName"] for inputs in agent_pools(run_program(write_spec(tmp_path, workloads), "azure-t")).values()]
+    assert len(names) >= 4 and len(set(names)) == len(names)
+    assert all(re.fullmatch(r"[a-z][a-z0-9]{0,11}", n) for n in names), names
+
+
+def test_reordering_the_spec_declares_the_same_resources(tmp_path):
+    workloads = [
+        {"name": "chat", "kind": "inference", "gpu": "A100-80GB", "mig": "3g.40gb", "replicas": {"min": 2, "max": 4}},
+        {"name": "train", "kind": "training", "gpu": "A10", "replicas": 2, "checkpointing": True},
+    ]
+    first = run_program(write_spec(tmp_path, workloads), "azure-t")
+    (tmp_path / "b").mkdir()
+    second = run_program(write_spec(tmp_path / "b", workloads[::-1]), "azure-t")
+    assert declared_yaml("", first) == declared_yaml("", second)
+
+
+def test_a_bad_enum_value_is_a_located_problem_of_validate(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(aks, "SPOT_EVICTION_POLICY", "Destroy")
+    spec = write_spec(tmp_path, [{"name": "train", "kind": "training", "gpu": "A10", "replicas": 2,
+                                  "checkpointing": True}])
+    assert main(["validate", spec]) == 2
+    err = capsys.readouterr().err
+    assert re.search(rf"{re.escape(spec)}:\d+:\d+: targets\[0\]: pool 'train-a10-spot-[a-z0-9-]+': "
+                     r"scale_set_eviction_policy: 'Destroy' is not accepted by AKS; allowed: Delete, Deallocate", err), err
+    assert "Traceback" not in err
+
+
+def test_a_pool_name_aks_rejects_is_a_problem_of_validate(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(aks, "MODE", "user")  # wrong case: the API is case-sensitive here
+    spec = write_spec(tmp_path, [{"name": "train", "kind": "training", "gpu": "A10", "replicas": 1}])
+    assert main(["validate", spec]) == 2
+    assert "mode: 'user' is not accepted by AKS (did you mean 'User'?)" in capsys.readouterr().err
+
+
+def test_only_one_memory_slice_1g_profiles_map_to_mig1g():
+    # MIG1g creates 1g.10gb on an H100; a 1g.20gb ask must not land on a MIG1g pool.
+    cloud = aks.AKS()
+    assert cloud.mig_profiles("H100", ("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")) == (
+        "1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
+
+
+def test_a_label_that_cannot_be_an_azure_tag_is_a_located_problem(tmp_path, capsys):
+    spec = write_spec(tmp_path, [{"name": "train", "kind": "training", "gpu": "A10", "replicas": 1,
+                                  "labels": {"example.com/owner": "alice"}}])
+    assert main(["validate", spec]) == 2
+    err = capsys.readouterr().err
+    assert "label 'example.com/owner' becomes an Azure tag, and tag names cannot contain" in err and spec in err
+
+
+def test_an_invalid_or_shared_aks_pool_name_is_a_problem_of_validate(tmp_path, monkeypatch, capsys):
+    workloads = [{"name": "a", "kind": "training", "gpu": "A10", "replicas": 1},
+                 {"name": "b", "kind": "training", "gpu": "A100-80GB", "replicas": 1}]
+    spec = write_spec(tmp_path, workloads)
+    monkeypatch.setattr(aks.AKS, "pool_name", lambda self, name, compact="": "gpu-pool")
+    assert main(["validate", spec]) == 2
+    err = capsys.readouterr().err
+    assert "AKS agent pool name 'gpu-pool' does not match ^[a-z][a-z0-9]{0,11}$" in err
+    assert "would share the AKS name 'gpu-pool'" in err

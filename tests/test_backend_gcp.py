@@ -1,0 +1,136 @@
+"""GKE under Pulumi mocks with the real pulumi-gcp SDK: what `pulumi up` would declare."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import EXAMPLE, assert_golden, spec_text
+from gpustack.cli import main
+from gpustack.clouds import gcp as gke
+from gpustack.plan import build_plan
+from gpustack.spec import load_spec
+from gpustack.testing import Declared, run_program
+from pulumi_golden import declared_yaml
+
+# Importing the SDKs' modules announces their own deprecated resources; not ours to fix.
+pytestmark = pytest.mark.filterwarnings("ignore:.*has been deprecated:DeprecationWarning")
+NODE_POOL = "gcp:container/nodePool:NodePool"
+RESERVATION = "gcp:compute/reservation:Reservation"
+
+
+@pytest.fixture(scope="module")
+def declared() -> list[Declared]:
+    return run_program(str(EXAMPLE), "gcp-prod")
+
+
+@pytest.fixture(scope="module")
+def target():
+    return build_plan(load_spec(EXAMPLE)).target("gcp-prod")
+
+
+def node_pool(resources: list[Declared], pool) -> dict:
+    [found] = [r for r in resources if r.type == NODE_POOL and r.name == f"{pool.name}-node-pool"]
+    return found.inputs
+
+
+@pytest.mark.golden
+def test_example_resources_match_golden(declared):
+    assert_golden("pulumi/gcp-prod.yaml",
+                  declared_yaml("Every resource `pulumi up` declares for gcp-prod of stacks/gpustack.yaml", declared))
+
+
+def test_training_pool_is_spot_with_the_gpu_taint_and_gke_installed_driver(declared, target):
+    [pool] = [p for p in target.pools if p.kind == "training" and p.capacity == "spot"]
+    inputs = node_pool(declared, pool)
+    config = inputs["nodeConfig"]
+    assert config["spot"] is True and config["machineType"] == "a3-highgpu-8g"
+    assert config["guestAccelerators"] == [{"type": "nvidia-h100-80gb", "count": 8,
+                                            "gpuDriverInstallationConfig": {"gpuDriverVersion": "DEFAULT"}}]
+    assert {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"} in config["taints"]
+    assert {"key": "cloud.google.com/gke-spot", "value": "true", "effect": "NO_SCHEDULE"} in config["taints"]
+    assert inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}
+    assert inputs["name"] == pool.cloud_name and inputs["cluster"] == "ml-prod"
+    assert inputs["location"] == "us-central1" and inputs["project"] == "acme-ml-prod"
+    assert inputs["nodeLocations"] == ["us-central1-a", "us-central1-b"]
+    assert config["labels"] == dict(pool.labels)
+    assert config["resourceLabels"] == {"team": "ml-platform", "cost-center": "4711", "environment": "prod",
+                                        "model": "llama-70b", "experiment-id": "exp-42"}
+
+
+def test_inference_floor_consumes_its_own_specific_reservation(declared, target):
+    floors = [p for p in target.pools if p.capacity == "reserved"]
+    assert len(floors) == 3  # one per MIG profile: GKE takes one partition size per pool
+    for pool in floors:
+        [reservation] = [r.inputs for r in declared if r.type == RESERVATION and r.name == f"{pool.name}-reservation"]
+        assert reservation["zone"] == "us-central1-a" and reservation["specificReservationRequired"] is True
+        assert reservation["specificReservation"] == {
+            "count": pool.reserved_nodes,
+            "instanceProperties": {"machineType": pool.instance_type, "guestAccelerators": [
+                {"acceleratorType": "nvidia-a100-80gb", "acceleratorCount": pool.gpus_per_node}]}}
+        inputs = node_pool(declared, pool)
+        assert inputs["nodeConfig"]["reservationAffinity"] == {
+            "consumeReservationType": "SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
+            "values": [reservation["name"]]}
+        assert inputs["nodeLocations"] == ["us-central1-a"]
+        assert "spot" not in inputs["nodeConfig"]
+        assert inputs["autoscaling"] == {"totalMinNodeCount": pool.reserved_nodes,
+                                         "totalMaxNodeCount": pool.reserved_nodes}
+        assert inputs["initialNodeCount"] == pool.reserved_nodes
+        [profile] = {p for g in pool.sharing.mig for p, _ in g.layout}
+        assert inputs["nodeConfig"]["guestAccelerators"][0]["gpuPartitionSize"] == profile
+    names = [r.inputs["name"] for r in declared if r.type == RESERVATION]
+    assert sorted(names) == sorted(f"ml-prod-{p.cloud_name}" for p in floors)
+
+
+def test_notebooks_are_time_shared_with_the_planned_clients_and_no_cloud_schedule(declared, target):
+    [pool] = [p for p in target.pools if p.kind == "notebook"]
+    accelerator = node_pool(declared, pool)["nodeConfig"]["guestAccelerators"][0]
+    assert accelerator["gpuSharingConfig"] == {"gpuSharingStrategy": "TIME_SHARING",
+                                               "maxSharedClientsPerGpu": pool.sharing.replicas}
+    assert pool.sharing.replicas == 4 and accelerator["type"] == "nvidia-tesla-t4"
+    assert any("no scheduled scaling" in note for note in pool.notes)  # the in-cluster auto-stop covers it
+    assert {r.type for r in declared} == {"gpustack:gcp:GpuNodePool", NODE_POOL, RESERVATION}
+
+
+def test_mps_pools_get_the_mps_strategy(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(spec_text([{"name": "lab", "kind": "notebook", "gpu": "L4", "gpu_fraction": 0.25,
+                                "replicas": 8, "sharing": "mps"}], ("gcp",)))
+    [inputs] = [r.inputs for r in run_program(str(spec), "gcp-t") if r.type == NODE_POOL]
+    assert inputs["nodeConfig"]["guestAccelerators"][0]["gpuSharingConfig"] == {
+        "gpuSharingStrategy": "MPS", "maxSharedClientsPerGpu": 4}
+
+
+def test_children_are_parented_to_their_pool_component(declared):
+    components = {r.urn: r.name for r in declared if r.type == "gpustack:gcp:GpuNodePool"}
+    for r in declared:
+        if r.custom:
+            assert r.parent in components and r.name.startswith(components[r.parent] + "-"), r.name
+
+
+def test_labels_gce_cannot_carry_are_rejected_for_gke_only(tmp_path, capsys):
+    workload = {"name": "chat", "kind": "inference", "gpu": "L4", "gpu_fraction": 0.5, "replicas": 2,
+                "labels": {"model": "Llama-3.1"}}
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(spec_text([workload], ("aws", "gcp")))
+    assert main(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "targets[1]: pool 'infer-l4" in err and "label model='Llama-3.1' cannot be a Compute Engine label" in err
+    assert "e.g. model='llama-3-1'" in err and "targets[0]" not in err  # EKS tags take it as it is
+
+
+def test_a_bad_enum_value_is_a_located_validation_error(monkeypatch, capsys):
+    monkeypatch.setattr(gke, "GPU_DRIVER_VERSION", "LATESTT")
+    assert main(["validate", str(EXAMPLE)]) == 2
+    err = capsys.readouterr().err
+    assert (f"{EXAMPLE}:25:5: targets[2]: pool 'train-h100-spot-a3-highgpu-8g': gpu_driver_installation_config."
+            "gpu_driver_version: 'LATESTT' (for the GKE-managed driver) is not accepted by GKE") in err
+    assert "did you mean 'LATEST'?" in err
+
+
+def test_an_unknown_partition_size_is_a_validation_error(monkeypatch, capsys):
+    monkeypatch.setitem(gke._PARTITION_SIZES, "A100-80GB", ("1g.10gb", "2g.20gb", "7g.80gb"))
+    monkeypatch.setattr(gke.GKE, "mig_profiles", lambda self, gpu, profiles: profiles)  # as if the planner allowed it
+    assert main(["validate", str(EXAMPLE)]) == 2
+    assert "gpu_partition_size: '3g.40gb' (for the MIG profiles of the pool on A100-80GB) is not accepted by GKE" \
+        in capsys.readouterr().err

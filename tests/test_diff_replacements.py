@@ -1,0 +1,117 @@
+"""Node pools the cloud replaces: per-cloud data with sources, and what `gpustack diff` says about them."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+import yaml
+
+from conftest import TARGETS, spec_text
+from gpustack.clouds import CLOUDS
+from gpustack.diff import diff_plans
+from gpustack.diff.compare import pool_fields
+from gpustack.diff.model import PlanDiff
+from gpustack.diff.report import render_diff_markdown
+from gpustack.plan import build_plan
+from gpustack.spec import load_text
+
+SERVE = {"name": "serve", "kind": "inference", "gpu": "A100-80GB", "mig": "1g.10gb", "replicas": {"min": 2, "max": 4}}
+NOTEBOOKS = {"name": "nb", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 8}
+
+
+def diff(old: list[dict], new: list[dict], cloud: str, old_target: dict | None = None,
+         new_target: dict | None = None):
+    def plan(workloads, target):
+        doc = yaml.safe_load(spec_text(workloads, (cloud,)))
+        if target:
+            doc["targets"] = [target]
+        return build_plan(load_text(yaml.safe_dump(doc), "spec.yaml"))
+    return diff_plans(plan(old, old_target), plan(new, new_target), "old.yaml", "new.yaml").targets[0]
+
+
+def test_aks_mig_profile_change_replaces_the_agent_pools():
+    target = diff([SERVE], [{**SERVE, "mig": "2g.20gb"}], "azure")
+    replaced = [p for p in target.pools if p.change == "replaced"]
+    assert len(replaced) == 2  # the reserved floor and the on-demand burst
+    assert not [p for p in target.pools if p.change in ("added", "removed")]
+    for pool in replaced:
+        assert pool.new_name != pool.name and "mig-2g-20gb" in pool.new_name
+        [mig] = [f for f in pool.fields if f.field == "sharing.mig"]
+        assert (mig.old, mig.new) == ("1x[7x1g.10gb]", "1x[3x2g.20gb]")
+        assert "gpuInstanceProfile" in mig.replaces and "https://" in mig.replaces
+    report = render_diff_markdown(PlanDiff("old.yaml", "new.yaml", (target,)))
+    assert "2 node pools will be replaced" in report and "gpuInstanceProfile" in report
+
+
+def test_gke_time_sharing_clients_change_replaces_the_node_pool():
+    target = diff([NOTEBOOKS], [{**NOTEBOOKS, "gpu_fraction": 0.5}], "gcp")
+    [pool] = [p for p in target.pools if p.change == "replaced"]
+    [clients] = [f for f in pool.fields if f.field == "sharing.replicas"]
+    assert (clients.old, clients.new) == ("4", "2")
+    assert "max_shared_clients_per_gpu is ForceNew" in clients.replaces
+    assert "ts2" in pool.new_name
+
+
+def test_gke_partition_size_change_replaces_the_node_pools():
+    target = diff([SERVE], [{**SERVE, "mig": "3g.40gb"}], "gcp")
+    replaced = [p for p in target.pools if p.change == "replaced"]
+    assert replaced and all(any(f.field == "sharing.mig" and "gpu_partition_size" in (f.replaces or "")
+                                for f in p.fields) for p in replaced)
+
+
+def test_a_forcenew_field_replaces_a_pool_that_keeps_its_name():
+    moved = copy.deepcopy(TARGETS["gcp"])
+    moved["settings"]["project"] = "other-project-1"
+    base = copy.deepcopy(TARGETS["gcp"])
+    base["settings"]["project"] = "first-project-1"
+    target = diff([NOTEBOOKS], [NOTEBOOKS], "gcp", base, moved)
+    [pool] = target.pools
+    assert (pool.change, pool.new_name) == ("replaced", pool.name)
+    [field] = pool.fields
+    assert field.field == "settings.project" and "project is ForceNew" in field.replaces
+
+
+def test_eks_subnets_replace_but_labels_update_in_place():
+    wider = copy.deepcopy(TARGETS["aws"])
+    wider["settings"]["subnet_ids"] = ["subnet-0a1b", "subnet-0c2d"]
+    [pool] = diff([NOTEBOOKS], [NOTEBOOKS], "aws", TARGETS["aws"], wider).pools
+    assert pool.change == "replaced" and "subnet_ids is ForceNew" in pool.fields[0].replaces
+    [pool] = diff([NOTEBOOKS], [{**NOTEBOOKS, "labels": {"team": "research"}}], "aws").pools
+    assert pool.change == "updated"
+    assert [(f.field, f.old, f.new, f.replaces) for f in pool.fields] == [("labels", "", "team=research", None)]
+
+
+@pytest.mark.parametrize("cloud", ["aws", "oci"])
+def test_a_new_mig_layout_without_native_partitioning_is_a_repartition(cloud):
+    target = diff([SERVE], [{**SERVE, "replicas": {"min": 2, "max": 9}}], cloud)
+    changes = {p.change for p in target.pools}
+    assert "replaced" not in changes
+    [burst] = [p for p in target.pools if "ondemand" in p.name]
+    assert burst.change == "repartitioned"
+    assert "MIG manager" in burst.why
+    assert {f.field for f in burst.fields} >= {"sharing.mig"}
+
+
+def test_every_cloud_names_known_fields_with_a_source():
+    known = set(pool_fields(*_any_pool())) | {f"settings.{s.name}" for c in CLOUDS for s in c.settings}
+    for cloud in CLOUDS:
+        for key, reason in cloud.replacing_changes.items():
+            field = key.split(":", 1)[0]
+            assert field in known, (cloud.name, key)
+            assert re.search(r"https://\S+", reason), (cloud.name, key)
+
+
+def _any_pool():
+    target = build_plan(load_text(spec_text([NOTEBOOKS], ("aws",)), "s.yaml")).targets[0]
+    return target, target.pools[0]
+
+
+def test_the_docs_list_every_replacing_field_of_every_cloud():
+    from conftest import ROOT
+
+    docs = (ROOT / "docs" / "previews.md").read_text()
+    for cloud in CLOUDS:
+        for key in cloud.replacing_changes:
+            assert f"`{key}`" in docs, (cloud.name, key)

@@ -1,0 +1,81 @@
+"""The Pulumi program declares exactly the objects `gpustack render` writes (mocks, real SDKs)."""
+
+from __future__ import annotations
+
+import importlib
+import types
+
+import pytest
+from pulumi.runtime import rpc
+
+from conftest import EXAMPLE
+from gpustack import program
+from gpustack.plan import build_plan
+from gpustack.render import in_cluster
+from gpustack.spec import load_spec
+from gpustack.testing import run_program
+
+EXAMPLE_PLAN = build_plan(load_spec(EXAMPLE))
+KUBECONFIG = {"gpustack:kubeconfig": "apiVersion: v1\nkind: Config\n"}
+
+
+@pytest.fixture(autouse=True)
+def cloud_backends(monkeypatch):
+    """Cloud backends that are not there yet declare nothing; those that are run for real."""
+    def import_module(name: str):
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError:
+            if not name.startswith("gpustack.backends."):
+                raise
+            return types.SimpleNamespace(declare=lambda target, plan: {})
+
+    monkeypatch.setattr(program, "importlib", types.SimpleNamespace(import_module=import_module))
+
+
+def plain(value):
+    """Mock inputs arrive with ints as floats; make them comparable with the rendered dicts."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def declared_objects(resources) -> tuple[list[dict], list]:
+    objects, releases = [], []
+    for r in resources:
+        if r.type == "kubernetes:helm.sh/v3:Release":
+            releases.append(r)
+        elif r.type.startswith("kubernetes:"):
+            objects.append(plain(dict(r.inputs)))
+    return objects, releases
+
+
+@pytest.mark.parametrize("target", [t.name for t in EXAMPLE_PLAN.targets])
+def test_pulumi_declares_the_rendered_objects(target):
+    rendered = in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target(target))
+    resources = run_program(str(EXAMPLE), target, config=KUBECONFIG)
+    objects, releases = declared_objects(resources)
+    key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])  # noqa: E731
+    assert sorted(objects, key=key) == sorted((plain(o) for o in rendered.objects), key=key)
+    # The provider gets the kubeconfig, and keeps it secret.
+    [provider] = [r for r in resources if r.type == "pulumi:providers:kubernetes"]
+    assert provider.inputs["kubeconfig"] == {rpc._special_sig_key: rpc._special_secret_sig,
+                                             "value": KUBECONFIG["gpustack:kubeconfig"]}
+    if rendered.operator is None:
+        assert releases == []
+        return
+    [release] = releases
+    inputs = plain(release.inputs)
+    assert inputs["values"] == rendered.operator.values
+    assert (inputs["chart"], inputs["version"], inputs["namespace"], inputs["name"]) == (
+        rendered.operator.chart, rendered.operator.version, rendered.operator.namespace, rendered.operator.name)
+    assert inputs["repositoryOpts"] == {"repo": rendered.operator.repository}
+
+
+def test_without_a_kubeconfig_the_in_cluster_layer_is_skipped():
+    resources = run_program(str(EXAMPLE), "aws-prod")
+    assert not [r for r in resources if r.type.startswith(("kubernetes:", "pulumi:providers:kubernetes"))]

@@ -1,0 +1,249 @@
+"""`gpustack render`: valid Kubernetes objects, golden files, byte-identical runs, atomic writes."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from conftest import EXAMPLE, GOLDEN, assert_golden, spec_text
+from gpustack.cli import main
+from gpustack.plan import build_plan
+from gpustack.render import KUBERNETES_VERSION, in_cluster
+from gpustack.render.files import MARKER, VALUES_FILE, render_files
+from gpustack.render.operator import CHART_REPOSITORY, CHART_VERSION
+from gpustack.spec import load_spec, load_text
+
+EXAMPLE_PLAN = build_plan(load_spec(EXAMPLE))
+TARGETS = [t.name for t in EXAMPLE_PLAN.targets]
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def _strict(schema):
+    """A CRD schema as the API server would check it, refusing unknown fields (like kubernetes-validate
+    strict) instead of pruning them."""
+    schema = copy.deepcopy(schema)
+    if isinstance(schema, dict):
+        if isinstance(schema.get("pattern"), str) and schema["pattern"].startswith("^(?i)"):
+            schema["pattern"] = "(?i)^" + schema["pattern"][5:]  # Go accepts the flag after ^, Python not
+        if "properties" in schema and "additionalProperties" not in schema:
+            schema["additionalProperties"] = False
+        for key, value in list(schema.items()):
+            if key != "metadata":
+                schema[key] = _strict(value)
+    elif isinstance(schema, list):
+        schema = [_strict(s) for s in schema]
+    return schema
+
+
+CRD_SCHEMAS = {}
+for _file in SCHEMAS.glob("*.yaml"):
+    _doc = yaml.safe_load(_file.read_text())
+    CRD_SCHEMAS[(f"{_doc['group']}/{_doc['version']}", _doc["kind"])] = _strict(_doc["openAPIV3Schema"])
+
+
+def validate(obj: dict) -> None:
+    key = (obj["apiVersion"], obj["kind"])
+    if key in CRD_SCHEMAS:
+        jsonschema.validate(obj, CRD_SCHEMAS[key])
+    else:
+        used = kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        assert used == KUBERNETES_VERSION.rsplit(".", 1)[0], "validated against another Kubernetes release"
+    meta = obj["metadata"]
+    assert DNS_SUBDOMAIN.match(meta["name"]) and len(meta["name"]) <= 253
+    for key, value in meta.get("labels", {}).items():
+        assert len(value) <= 63 and LABEL_VALUE.match(value), (key, value)
+
+
+def extra_plans():
+    """Specs beyond the example: MPS, several namespaces, a night window, every cloud."""
+    workloads = [
+        {"name": "nb", "kind": "notebook", "gpu": "L4", "gpu_fraction": 0.5, "replicas": 3, "namespace": "team-a",
+         "schedule": {"days": "Mon-Fri", "hours": "22:00-06:00", "timezone": "America/New_York"}},
+        {"name": "nb2", "kind": "notebook", "gpu": "L4", "gpu_fraction": 0.5, "replicas": 3, "namespace": "team-b",
+         "schedule": {"days": "Mon-Fri", "hours": "22:00-06:00", "timezone": "America/New_York"}},
+        {"name": "svc", "kind": "inference", "gpu": "L4", "gpu_fraction": 0.25, "sharing": "mps", "replicas": 4},
+    ]
+    return [build_plan(load_text(spec_text(workloads, (cloud,)), "spec.yaml")) for cloud in ("aws", "gcp")]
+
+
+@pytest.mark.parametrize("plan, target", [(EXAMPLE_PLAN, t) for t in EXAMPLE_PLAN.targets]
+                         + [(p, t) for p in extra_plans() for t in p.targets],
+                         ids=TARGETS + ["extra-aws", "extra-gcp"])
+def test_every_object_validates_strictly(plan, target):
+    rendered = in_cluster(plan, target)
+    assert rendered.objects
+    for obj in rendered.objects:
+        validate(obj)
+
+
+def test_validation_would_catch_a_wrong_field():
+    rendered = in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target("aws-prod"))
+    cronjob = copy.deepcopy(next(o for o in rendered.objects if o["kind"] == "CronJob"))
+    cronjob["spec"]["timezone"] = cronjob["spec"].pop("timeZone")
+    with pytest.raises(Exception, match="timezone"):
+        validate(cronjob)
+    rule = copy.deepcopy(next(o for o in rendered.objects if o["kind"] == "PrometheusRule"))
+    rule["spec"]["groups"][0]["rules"][0]["for"] = "15 minutes"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(rule)
+    rule["spec"]["groups"][0]["rules"][0]["for"] = "15m"
+    rule["spec"]["groups"][0]["rules"][0]["severity"] = "warning"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(rule)
+
+
+@pytest.mark.golden
+@pytest.mark.parametrize("target", TARGETS)
+def test_rendered_files_match_golden(target):
+    files = render_files(in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target(target)))
+    for relative, text in files.items():
+        assert_golden(f"render/{target}/{relative}", text)
+    if not os.environ.get("GPUSTACK_UPDATE_GOLDEN"):
+        root = GOLDEN / "render" / target
+        on_disk = {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+        assert on_disk == set(files), "stale golden files: run `make golden`"
+
+
+def test_two_renders_are_byte_identical(tmp_path):
+    for target in TARGETS:
+        assert main(["render", str(EXAMPLE), "--target", target, "--out", str(tmp_path / "a" / target)]) == 0
+        assert main(["render", str(EXAMPLE), "--target", target, "--out", str(tmp_path / "b" / target)]) == 0
+    first = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
+    second = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*") if p.is_file()}
+    assert first == second and len(first) > 20
+
+
+def test_every_file_holds_one_object_with_the_generated_header():
+    files = render_files(in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target("oci-prod")))
+    for name, text in files.items():
+        if name == MARKER:
+            continue
+        assert text.startswith("# Generated by `gpustack render --target oci-prod`")
+        docs = list(yaml.safe_load_all(text))
+        assert len(docs) == 1
+        if name != VALUES_FILE:
+            kind = docs[0]["kind"].lower()
+            assert name == f"{name[:2]}-{kind}-" + "-".join(
+                filter(None, [docs[0]["metadata"].get("namespace"), docs[0]["metadata"]["name"]])) + ".yaml"
+
+
+def test_values_file_names_the_pinned_chart_and_install_command():
+    files = render_files(in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target("aws-prod")))
+    text = files[VALUES_FILE]
+    assert (f"helm upgrade --install gpu-operator gpu-operator --repo {CHART_REPOSITORY} "
+            f"--version {CHART_VERSION}") in text
+    values = yaml.safe_load(text)
+    assert values["driver"] == {"enabled": False} and values["toolkit"] == {"enabled": False}
+    assert values["devicePlugin"]["config"] == {"name": "gpustack-device-plugin-config", "default": "default"}
+    assert values["migManager"] == {"enabled": True, "config": {"name": "gpustack-mig-parted-config",
+                                                                "default": "all-disabled"}}
+    assert values["mig"] == {"strategy": "mixed"}
+    # Spot nodes carry a taint; the operator's daemonsets must still run there.
+    spot = {"key": "gpustack.dev/spot", "operator": "Exists", "effect": "NoSchedule"}
+    assert spot in values["daemonsets"]["tolerations"]
+    assert "&" not in text and "*id" not in text, "no YAML anchors"
+
+
+def test_aks_operator_leaves_mig_partitioning_to_the_node_pool():
+    values = yaml.safe_load(render_files(in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target("azure-prod")))[VALUES_FILE])
+    assert values["migManager"] == {"enabled": False}
+    assert values["mig"] == {"strategy": "mixed"}
+
+
+def test_gke_renders_no_operator(tmp_path):
+    assert main(["render", str(EXAMPLE), "--target", "gcp-prod", "--out", str(tmp_path / "g")]) == 0
+    names = sorted(p.name for p in (tmp_path / "g").iterdir())
+    assert "helm" not in names and not any("gpu-operator" in n for n in names)
+    assert any(n.startswith("40-cronjob-") for n in names) and any(n.startswith("50-prometheusrule-") for n in names)
+
+
+# -- the command: where it writes, what it refuses, what an interruption leaves -------------------
+
+def test_default_out_dir_is_rendered_slash_target(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod"]) == 0
+    assert (tmp_path / "rendered" / "aws-prod" / MARKER).is_file()
+    assert "rendered/aws-prod: 10 objects" in capsys.readouterr().out
+
+
+def test_rerender_replaces_the_whole_directory(tmp_path):
+    out = tmp_path / "out"
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod", "--out", str(out)]) == 0
+    (out / "99-stale.yaml").write_text("old")
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod", "--out", str(out)]) == 0
+    assert not (out / "99-stale.yaml").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "no temporary directories left"
+
+
+def test_refuses_a_directory_gpustack_did_not_write(tmp_path, capsys):
+    out = tmp_path / "manifests"
+    out.mkdir()
+    (out / "mine.yaml").write_text("keep me")
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod", "--out", str(out)]) == 2
+    assert "was not written by `gpustack render`" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["mine.yaml"]
+    file_out = tmp_path / "afile"
+    file_out.write_text("x")
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod", "--out", str(file_out)]) == 2
+    assert file_out.read_text() == "x"
+
+
+def test_an_interrupted_render_leaves_the_previous_output(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod", "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    written = []
+    real_write = Path.write_text
+
+    def flaky_write(self, *args, **kwargs):
+        written.append(self)
+        if len(written) == 4:
+            raise KeyboardInterrupt
+        return real_write(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", flaky_write)
+    assert main(["render", str(EXAMPLE), "--target", "azure-prod", "--out", str(out)]) == 130
+    monkeypatch.undo()
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_an_unwritable_destination_is_reported_not_a_crash(tmp_path, monkeypatch, capsys):
+    import tempfile
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", denied)
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write" in err and "Permission denied" in err and "internal error" not in err
+
+
+def test_unknown_target_and_missing_target_are_usage_errors(tmp_path, capsys):
+    assert main(["render", str(EXAMPLE), "--target", "aws-prd", "--out", str(tmp_path / "x")]) == 2
+    assert "did you mean 'aws-prod'" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["render", str(EXAMPLE)])
+    assert exit_info.value.code == 2
+
+
+def test_rendering_never_imports_pulumi(tmp_path):
+    code = ("import sys; from gpustack.cli import main; "
+            f"main(['render', {str(EXAMPLE)!r}, '--target', 'aws-prod', '--out', sys.argv[1]]); "
+            "assert not [m for m in sys.modules if m.startswith('pulumi')], 'pulumi imported'")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
