@@ -222,3 +222,15 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_package_option_pins_a_build_that_is_not_on_an_index(tmp_path):
+    # The name `gpustack` on PyPI belongs to an unrelated project: teams pin a git URL or a wheel.
+    from gpustack.cli import main
+
+    assert main(["new", str(tmp_path / "p"), "--cloud", "gcp",
+                 "--package", "gpustack @ git+https://git.example.com/platform/gpustack@v0.1.0"]) == 0
+    assert (tmp_path / "p" / "requirements.txt").read_text().splitlines()[-1] == (
+        "gpustack[gcp] @ git+https://git.example.com/platform/gpustack@v0.1.0")
+    assert (tmp_path / "p" / "policies" / "requirements.txt").read_text().splitlines()[-1] == (
+        "gpustack[policy] @ git+https://git.example.com/platform/gpustack@v0.1.0")

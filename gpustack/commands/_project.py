@@ -57,8 +57,13 @@ def project_name(directory: Path, name: str | None) -> str:
     return name
 
 
-def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = False) -> dict[str, str]:
-    """Every file of the project: relative path -> text."""
+def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = False,
+                   package: str = "") -> dict[str, str]:
+    """Every file of the project: relative path -> text.
+
+    `package` is how the project's requirements name gpustack (default `gpustack==<this version>`,
+    extras added); a git URL or a wheel's path pins a build that is not on a package index.
+    """
     examples = example_targets()
     chosen = [c for c in CLOUDS.names() if c in set(clouds)]
     targets = [_target(cloud, examples[cloud]) for cloud in chosen]
@@ -75,6 +80,8 @@ def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = Fal
         "stacks": ", ".join(t["name"] for t in targets),
         "clouds": ", ".join(CLOUDS.get(c).display_name for c in chosen),
         "extras": ",".join(chosen),
+        "requirement": with_extras(package or f"gpustack=={__version__}", ",".join(chosen)),
+        "policy_requirement": with_extras(package or f"gpustack=={__version__}", "policy"),
         "spec": SPEC,
     }
     files = {path: render(f"project/{template}", **context) for path, template in FILES.items()}
@@ -82,6 +89,14 @@ def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = Fal
         files[f"stacks/Pulumi.{t['name']}.yaml"] = render(f"project/{STACK_TEMPLATE}", header=header,
                                                           target=t["name"], provider_config=t["provider_config"])
     return dict(sorted(files.items()))
+
+
+def with_extras(requirement: str, extras: str) -> str:
+    """'gpustack==0.1.0' + 'aws,gcp' -> 'gpustack[aws,gcp]==0.1.0' (also for 'name @ url' forms)."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(.*)", requirement)
+    if not match:
+        raise UsageError(f"--package {requirement!r} is not a requirement such as 'gpustack==0.1.0'")
+    return f"{match.group(1)}[{extras}]{match.group(2)}"
 
 
 def render_pulumi_template() -> dict[str, str]:

@@ -17,6 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"a cloud to target ({', '.join(CLOUDS.names())}); repeat for several "
                              "(default: all of them)")
     parser.add_argument("--name", help="the spec and project name (default: from the directory name)")
+    parser.add_argument("--package", default="",
+                        help="how requirements.txt names gpustack, e.g. 'gpustack @ git+https://host/org/gpustack@v0.1.0' "
+                             "(default: gpustack==<this version>; extras are added per file)")
     parser.add_argument("--force", action="store_true",
                         help="write into a non-empty directory, overwriting the files gpustack generates")
 
@@ -29,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     directory = Path(args.directory)
     name = project_name(directory, args.name)
-    files = render_project(name, args.cloud or CLOUDS.names())
+    files = render_project(name, args.cloud or CLOUDS.names(), package=args.package)
     check_plans(files)
     how = write_project(directory, files, args.force)
     print(f"{directory}: {how} a gpustack project ({len(files)} files)" if how == "created" else
