@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := stacks/gpustack.yaml
 
-.PHONY: demo test golden bench clean
+.PHONY: demo test golden bench-perf clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpustack needs Python 3.11 or newer (set PYTHON=...)")'
@@ -30,6 +30,10 @@ test: $(VENV)/.installed-test
 # Rewrite every golden file from the current code; review the diff before committing it.
 golden: $(VENV)/.installed-test
 	GPUSTACK_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q -m golden
+
+# How time and memory grow with the spec (minutes; prints a table).
+bench-perf: $(VENV)/.installed-test
+	$(BIN)/python -m benchmarks.perf
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

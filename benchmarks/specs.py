@@ -48,3 +48,22 @@ def spec(workloads: int, seed: int = 1) -> str:
     doc = {"version": 1, "name": "bench", "labels": {"environment": "prod"},
            "targets": TARGETS, "workloads": [workload(i, rng) for i in range(workloads)]}
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+# A GPU each target's region offers for single-GPU notebook pools.
+_NOTEBOOK_GPU = {"aws": "T4", "azure": "T4", "gcp": "T4", "oci": "A10"}
+
+
+def pools_spec(target: dict, pools: int) -> str:
+    """One target with `pools` pools: notebooks whose distinct windows each define a pool."""
+    workloads = []
+    for i in range(pools):
+        start = i % (23 * 60)
+        window = f"{start // 60:02d}:{start % 60:02d}-{start // 60 + 1:02d}:{start % 60:02d}"
+        workloads.append({"name": f"nb{i:05d}", "kind": "notebook", "gpu": _NOTEBOOK_GPU[target["cloud"]],
+                          "gpu_fraction": 0.25, "cpu": 1, "memory": "4Gi", "replicas": 4, "namespace": "research",
+                          "schedule": {"days": "Mon-Fri", "hours": window, "timezone": "Europe/Berlin"},
+                          "labels": {"team": f"team-{i % 7}"}})
+    doc = {"version": 1, "name": "bench", "labels": {"environment": "prod"}, "targets": [target],
+           "workloads": workloads}
+    return yaml.safe_dump(doc, sort_keys=False)
