@@ -1,0 +1,233 @@
+"""MIG layouts for the identical nodes of one pool.
+
+Every node of a pool carries the same per-GPU layouts (one `nvidia.com/mig.config` label, so one
+mig-parted config, for the whole pool). With N nodes, each node must hold ceil(D_p / N) instances
+of each profile p; any other uniform split needs at least that much per node. So the packer looks
+for the fewest nodes N whose per-node demand (a) fits the node's GPUs as valid layouts and (b)
+fits its CPU and memory even when the scheduler puts the hungriest replicas of every profile on one
+node. Feasibility only grows with N, so N is found by bisection between the lower bound and
+max_p D_p (where each node needs one instance of each profile; when even that does not fit, no
+uniform pool can hold the demand and the planner says so). For that N, the fewest GPUs per node.
+
+Objective: fewest nodes (the GPUs paid for: the pool has one instance type), then fewest GPUs
+partitioned, then node-hours. "Fewest GPUs holding a node's demand" is decided by an exact search
+(iterative deepening over the maximal layouts, memoised) within a step budget; past the budget a
+heuristic (the better of greedy layout choice and first-fit decreasing by instance size) answers,
+and the packing is reported as heuristic with its gap to the lower bound.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from gpustack.catalog.mig import MigModel
+from gpustack.plan.bounds import mig_bounds, nodes_bound
+from gpustack.plan.packing import DoesNotFit, Item, Layout, NodeShape, Packing
+
+STEP_BUDGET = 20_000  # exact-search steps per node demand before the heuristic answers
+
+Counts = tuple[int, ...]
+
+
+class _OutOfSteps(Exception):
+    pass
+
+
+class _Cover:
+    """The fewest valid GPU layouts holding a demand vector (profiles in `names` order)."""
+
+    def __init__(self, model: MigModel, names: tuple[str, ...], gpus: int, budget: int):
+        self.model = model
+        self.names = names
+        self.gpus = gpus
+        self.budget = budget
+        order = tuple(sorted(names))  # maximal_layouts counts in sorted-name order
+        self.rows = tuple(tuple(row[order.index(n)] for n in names) for row in model.maximal_layouts(names))
+        profiles = [model.profile(n) for n in names]
+        self.compute = tuple(p.compute for p in profiles)  # type: ignore[union-attr]
+        self.memory = tuple(p.memory for p in profiles)  # type: ignore[union-attr]
+        self.weight = tuple(c / model.compute_slices + m / model.memory_slices
+                            for c, m in zip(self.compute, self.memory))
+        self.by_profile = tuple(
+            tuple(sorted((r for r in self.rows if r[i]), key=lambda r: (-r[i], -sum(r), r)))
+            for i in range(len(names)))
+        self.failed: dict[Counts, int] = {}  # demand -> most layouts proven too few
+        self.answers: dict[Counts, tuple[tuple[Counts, ...] | None, bool]] = {}
+        self.steps = 0
+
+    def fewest(self, need: Counts) -> tuple[tuple[Counts, ...] | None, bool]:
+        """(layouts holding `need` in at most `gpus` GPUs, or None; whether that is proven)."""
+        if need not in self.answers:
+            self.answers[need] = self._fewest(need)
+        return self.answers[need]
+
+    def _fewest(self, need: Counts) -> tuple[tuple[Counts, ...] | None, bool]:
+        least = max(1, max(mig_bounds(self.model, dict(zip(self.names, need))).values()))
+        if least > self.gpus:
+            return None, True
+        self.steps = 0
+        try:
+            for k in range(least, self.gpus + 1):
+                found = self._solve(need, k)
+                if found is not None:
+                    return tuple(found), True
+            return None, True
+        except _OutOfSteps:
+            found = self._heuristic(need)
+            return (tuple(found) if found is not None and len(found) <= self.gpus else None), False
+
+    def _slices_fit(self, left: Counts, k: int) -> bool:
+        return (sum(c * n for c, n in zip(self.compute, left)) <= self.model.compute_slices * k
+                and sum(m * n for m, n in zip(self.memory, left)) <= self.model.memory_slices * k)
+
+    def _solve(self, left: Counts, k: int) -> list[Counts] | None:
+        if not any(left):
+            return []
+        if k == 0 or self.failed.get(left, -1) >= k or not self._slices_fit(left, k):
+            return None
+        self.steps += 1
+        if self.steps > self.budget:
+            raise _OutOfSteps
+        # The largest profile still needed must sit on some GPU: branch on layouts holding it, the
+        # ones holding most of it first (plans read better with few distinct layouts).
+        first = next(i for i, n in enumerate(left) if n)
+        seen: set[Counts] = set()
+        for row in self.by_profile[first]:
+            rest = tuple(max(0, n - c) for n, c in zip(left, row))
+            if rest in seen:
+                continue
+            seen.add(rest)
+            found = self._solve(rest, k - 1)
+            if found is not None:
+                return [tuple(min(c, n) for c, n in zip(row, left))] + found
+        self.failed[left] = max(self.failed.get(left, -1), k)
+        return None
+
+    def _heuristic(self, need: Counts) -> list[Counts] | None:
+        options = [g for g in (self._greedy(need), self._first_fit(need)) if g is not None]
+        return min(options, key=len, default=None)
+
+    def _greedy(self, need: Counts) -> list[Counts]:
+        """Repeatedly the layout covering the most remaining slices (ties: fewer idle slices)."""
+        left, out = list(need), []
+        while any(left):
+            row = max(self.rows, key=lambda r: (sum(min(c, n) * w for c, n, w in zip(r, left, self.weight)),
+                                                -sum(c * w for c, w in zip(r, self.weight)), r))
+            used = tuple(min(c, n) for c, n in zip(row, left))
+            out.append(used)
+            left = [n - u for n, u in zip(left, used)]
+        return out
+
+    def _first_fit(self, need: Counts) -> list[Counts]:
+        """Instances largest first, each on the first GPU where NVIDIA's placement still works."""
+        gpus: list[list[int]] = []
+        for i in sorted(range(len(need)), key=lambda i: -self.weight[i]):
+            for _ in range(need[i]):
+                for layout in gpus:
+                    layout[i] += 1
+                    if self.model.place(dict(zip(self.names, layout))) is not None:
+                        break
+                    layout[i] -= 1
+                else:
+                    gpus.append([int(j == i) for j in range(len(need))])
+        return [tuple(g) for g in gpus]
+
+
+def _top_sum(asks: list[tuple[float, int]], k: int) -> float:
+    """Sum of the k largest values of a (value, count) list sorted by value, largest first."""
+    total = 0.0
+    for value, count in asks:
+        take = min(k, count)
+        total += take * value
+        k -= take
+        if not k:
+            break
+    return total
+
+
+def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: int = STEP_BUDGET) -> Packing:
+    """The fewest identical nodes whose per-GPU MIG layouts hold every replica (module docstring)."""
+    demand: dict[str, int] = {}
+    cpu: dict[str, list[tuple[float, int]]] = {}
+    memory: dict[str, list[tuple[float, int]]] = {}
+    for item in items:
+        assert item.profile is not None
+        demand[item.profile] = demand.get(item.profile, 0) + item.count
+        cpu.setdefault(item.profile, []).append((item.cpu, item.count))
+        memory.setdefault(item.profile, []).append((item.memory_gib, item.count))
+    for asks in (*cpu.values(), *memory.values()):
+        asks.sort(reverse=True)
+    # Largest profiles first: the exact search branches on the most constrained instance.
+    names = tuple(sorted(demand, key=lambda n: (-model.profile(n).memory, -model.profile(n).compute, n)))  # type: ignore[union-attr]
+    bounds = mig_bounds(model, demand)
+    lower = max(bounds.values())
+    nodes_lower = max(1, nodes_bound(lower, node.gpus, sum(i.cpu * i.count for i in items),
+                                     sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
+    cover = _Cover(model, names, node.gpus, budget)
+
+    def per_node(nodes: int) -> Counts:
+        return tuple(math.ceil(demand[n] / nodes) for n in names)
+
+    def attempt(nodes: int) -> tuple[tuple[Counts, ...] | None, bool]:
+        need = per_node(nodes)
+        if (sum(_top_sum(cpu[n], k) for n, k in zip(names, need)) > node.cpu + 1e-9
+                or sum(_top_sum(memory[n], k) for n, k in zip(names, need)) > node.memory_gib + 1e-9):
+            return None, True
+        return cover.fewest(need)
+
+    most = max(demand.values())
+    layouts, exact = attempt(most)
+    if layouts is None:
+        raise DoesNotFit(_no_uniform_fit(model, names, node, exact))
+    low, high = min(nodes_lower, most), most
+    while low < high:
+        middle = (low + high) // 2
+        found, found_exact = attempt(middle)
+        if found is not None:
+            high, layouts, exact = middle, found, found_exact
+        else:
+            low = middle + 1
+    nodes = high
+    # Proven: fewest GPUs per node at N, and N nodes are needed (the bound, or N - 1 proven too few).
+    proven = exact and (nodes <= nodes_lower or attempt(nodes - 1) == (None, True))
+    assert layouts is not None
+    per_gpu = tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts)
+    per_gpu = tuple(sorted(per_gpu, key=lambda layout: (-sum(c for _, c in layout), layout)))
+    for layout in per_gpu:
+        model.require_valid(dict(layout))
+    per_gpu += ((),) * (node.gpus - len(per_gpu))
+    method = "exact search" if proven else "heuristic (step budget reached)"
+    return Packing(nodes, nodes * len(layouts), lower, _node_hours(items, names, per_node(nodes), nodes),
+                   per_gpu, nodes_lower, tuple(sorted(bounds.items())), method, proven)
+
+
+def nodes_holding(layouts: Sequence[Layout], demand: dict[str, int]) -> int:
+    """Nodes with these per-GPU layouts needed to hold `demand` instances of each profile."""
+    per_node: dict[str, int] = {}
+    for layout in layouts:
+        for profile, count in layout:
+            per_node[profile] = per_node.get(profile, 0) + count
+    return max((math.ceil(n / per_node[p]) for p, n in demand.items() if n), default=0)
+
+
+def _node_hours(items: Sequence[Item], names: tuple[str, ...], capacity: Counts, nodes: int) -> float:
+    # Replicas fill nodes in order of their monthly hours, so short-lived ones share the last nodes.
+    longest = [0.0] * nodes
+    for name, cap in zip(names, capacity):
+        slot = 0
+        for item in sorted((it for it in items if it.profile == name), key=lambda it: -it.hours):
+            for _ in range(item.count):
+                k = slot // cap
+                longest[k] = max(longest[k], item.hours)
+                slot += 1
+    return sum(longest)
+
+
+def _no_uniform_fit(model: MigModel, names: tuple[str, ...], node: NodeShape, exact: bool) -> str:
+    profiles = ", ".join(sorted(names))
+    why = "" if exact else " (found by a bounded search)"
+    return (f"one replica of each MIG profile this pool holds ({profiles}) does not fit on one "
+            f"{node.gpus}-GPU node together{why}, in GPU layouts, CPU or memory, and every node of a "
+            f"pool carries the same {model.name} layout: ask for fewer distinct profiles for these "
+            "workloads, or give some of them another sharing mode or GPU model")
