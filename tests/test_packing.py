@@ -134,17 +134,18 @@ def test_past_the_step_budget_a_heuristic_answers_and_says_so():
     assert (rough.nodes, rough.gpus_required) >= (exact.nodes, exact.gpus_required)
 
 
-def test_mig_nodes_respect_cpu_and_memory_even_for_the_hungriest_replicas():
-    # 14 replicas of 1g.10gb: 8 fit one node's GPUs twice over, but at 10 cores each only 3 fit its CPU.
-    items = [Item("big", 2, 1, 10.0, 1.0, 730.0, "1g.10gb"), Item("small", 12, 1, 1.0, 1.0, 730.0, "1g.10gb")]
-    packing = pack_mig(items, NodeShape(8, cpu=30.0, memory_gib=100.0), A100)
-    # Per node ceil(14 / N) replicas; the scheduler may put both big ones on one node: 20 + (k - 2) <= 30.
-    assert packing.nodes == 2 and packing.nodes_lower_bound == 2
+def test_mig_nodes_fit_cpu_and_memory_by_an_assignment_of_replicas_to_nodes():
+    # 10 replicas at 30 cores and 10 at 1 core, all 1g.10gb, on 95-core nodes: at most 3 big ones per
+    # node, so 4 nodes (3 + 3 + 2 + 2 big, the small ones around them); 3 nodes hold only 9 big ones.
+    items = [Item("big", 10, 1, 30.0, 1.0, 730.0, "1g.10gb"), Item("small", 10, 1, 1.0, 1.0, 730.0, "1g.10gb")]
+    packing = pack_mig(items, NodeShape(8, cpu=95.0, memory_gib=100.0), A100)
+    assert (packing.nodes, packing.nodes_lower_bound, packing.proved_optimal) == (4, 4, True)
+    assert held(packing, packing.nodes)["1g.10gb"] >= 20
 
 
 def test_demand_no_uniform_node_can_hold_is_refused_with_a_reason():
-    with pytest.raises(DoesNotFit, match=r"one replica of each MIG profile this pool holds \(1g.10gb, 7g.80gb\) "
-                                         r"does not fit on one 1-GPU node together"):
+    with pytest.raises(DoesNotFit, match=r"one instance of each MIG profile this pool holds \(1g.10gb, 7g.80gb\) "
+                                         r"does not fit the GPUs of one 1-GPU node together"):
         pack_mig(mig_items({"7g.80gb": 1, "1g.10gb": 1}), NodeShape(1, **ROOMY), A100)
 
 

@@ -141,3 +141,11 @@ def test_every_pool_reports_how_it_was_packed(cloud):
     for pool in target.pools:
         assert pool.gpus.method in ("first-fit decreasing", "exact search")
         assert pool.gpus.lower_bound <= pool.gpus.required and pool.gpus.nodes_lower_bound <= pool.max_nodes
+
+
+def test_cpu_hungry_replicas_of_different_profiles_get_nodes_of_their_own_rather_than_a_refusal():
+    # Each node carries one 1g.10gb and one 3g.40gb instance, but 2 x 60 cores exceed a p4de node's CPU:
+    # two nodes, one replica on each, fit.
+    workloads = [serve("a", mig="1g.10gb", cpu=60), serve("b", mig="3g.40gb", cpu=60)]
+    [pool] = plan_of(workloads).targets[0].pools
+    assert (pool.instance_type, pool.max_nodes, pool.gpus.nodes_lower_bound) == ("p4de.24xlarge", 2, 2)

@@ -165,22 +165,33 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
     nodes_lower = max(1, nodes_bound(lower, node.gpus, sum(i.cpu * i.count for i in items),
                                      sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
     cover = _Cover(model, names, node.gpus, budget)
+    index = {n: i for i, n in enumerate(names)}
+    for item in items:
+        if item.cpu > node.cpu + 1e-9 or item.memory_gib > node.memory_gib + 1e-9:
+            raise DoesNotFit(f"a replica of {item.workload!r} does not fit on an empty node")
 
     def per_node(nodes: int) -> Counts:
         return tuple(math.ceil(demand[n] / nodes) for n in names)
 
     def attempt(nodes: int) -> tuple[tuple[Counts, ...] | None, bool]:
         need = per_node(nodes)
-        if (sum(_top_sum(cpu[n], k) for n, k in zip(names, need)) > node.cpu + 1e-9
-                or sum(_top_sum(memory[n], k) for n, k in zip(names, need)) > node.memory_gib + 1e-9):
-            return None, True
-        return cover.fewest(need)
+        layouts, exact = cover.fewest(need)
+        if layouts is None:
+            return None, exact
+        # CPU and memory: enough when even the hungriest replicas of every profile fit one node;
+        # otherwise an assignment of replicas to nodes must exist (found by first-fit decreasing).
+        if (sum(_top_sum(cpu[n], k) for n, k in zip(names, need)) <= node.cpu + 1e-9
+                and sum(_top_sum(memory[n], k) for n, k in zip(names, need)) <= node.memory_gib + 1e-9):
+            return layouts, exact
+        if _assignable(items, index, need, nodes, node):
+            return layouts, exact
+        return None, False
 
-    most = max(demand.values())
-    layouts, exact = attempt(most)
-    if layouts is None:
-        raise DoesNotFit(_no_uniform_fit(model, names, node, exact))
-    low, high = min(nodes_lower, most), most
+    if cover.fewest(tuple(1 for _ in names))[0] is None:
+        raise DoesNotFit(_no_uniform_fit(model, names, node, cover.fewest(tuple(1 for _ in names))[1]))
+    # With one node per replica every replica fits alone, so the largest N always works.
+    low, high = min(nodes_lower, sum(demand.values())), sum(demand.values())
+    layouts, exact = attempt(high)
     while low < high:
         middle = (low + high) // 2
         found, found_exact = attempt(middle)
@@ -191,7 +202,7 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
     nodes = high
     # Proven: fewest GPUs per node at N, and N nodes are needed (the bound, or N - 1 proven too few).
     proven = exact and (nodes <= nodes_lower or attempt(nodes - 1) == (None, True))
-    assert layouts is not None
+    assert layouts is not None, "one replica per node always fits"
     per_gpu = tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts)
     per_gpu = tuple(sorted(per_gpu, key=lambda layout: (-sum(c for _, c in layout), layout)))
     for layout in per_gpu:
@@ -200,6 +211,41 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
     method = "exact search" if proven else "heuristic (step budget reached)"
     return Packing(nodes, nodes * len(layouts), lower, _node_hours(items, names, per_node(nodes), nodes),
                    per_gpu, nodes_lower, tuple(sorted(bounds.items())), method, proven)
+
+
+def _assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int, node: NodeShape) -> bool:
+    """Whether first-fit decreasing (by CPU, then memory) assigns every replica to `nodes` nodes that
+    each offer `need` MIG instances, CPU and memory. Identical nodes are kept in bulk groups."""
+    groups: list[tuple[int, Counts, float, float]] = [(nodes, need, node.cpu, node.memory_gib)]
+    for item in sorted(items, key=lambda i: (-i.cpu, -i.memory_gib, i.workload)):
+        p, left, i = index[item.profile], item.count, 0  # type: ignore[index]
+        while left and i < len(groups):
+            copies, free, cpu, memory = groups[i]
+            k = free[p]
+            if item.cpu > 0:
+                k = min(k, int((cpu + 1e-9) // item.cpu))
+            if item.memory_gib > 0:
+                k = min(k, int((memory + 1e-9) // item.memory_gib))
+            if k > 0:
+                def taken(per: int) -> tuple[Counts, float, float]:
+                    return (tuple(f - per if j == p else f for j, f in enumerate(free)),
+                            cpu - per * item.cpu, memory - per * item.memory_gib)
+                whole, rest = divmod(left, k)
+                if whole >= copies:
+                    groups[i] = (copies, *taken(k))
+                    left -= k * copies
+                else:
+                    parts = [(whole, *taken(k))] if whole else []
+                    parts += [(1, *taken(rest))] if rest else []
+                    untouched = copies - whole - (1 if rest else 0)
+                    parts += [(untouched, free, cpu, memory)] if untouched else []
+                    groups[i:i + 1] = parts
+                    i += len(parts) - 1
+                    left = 0
+            i += 1
+        if left:
+            return False
+    return True
 
 
 def nodes_holding(layouts: Sequence[Layout], demand: dict[str, int]) -> int:
@@ -226,8 +272,8 @@ def _node_hours(items: Sequence[Item], names: tuple[str, ...], capacity: Counts,
 
 def _no_uniform_fit(model: MigModel, names: tuple[str, ...], node: NodeShape, exact: bool) -> str:
     profiles = ", ".join(sorted(names))
-    why = "" if exact else " (found by a bounded search)"
-    return (f"one replica of each MIG profile this pool holds ({profiles}) does not fit on one "
-            f"{node.gpus}-GPU node together{why}, in GPU layouts, CPU or memory, and every node of a "
-            f"pool carries the same {model.name} layout: ask for fewer distinct profiles for these "
-            "workloads, or give some of them another sharing mode or GPU model")
+    why = "" if exact else " (by a bounded search)"
+    return (f"one instance of each MIG profile this pool holds ({profiles}) does not fit the GPUs of one "
+            f"{node.gpus}-GPU node together{why}, and every node of a pool carries the same {model.name} "
+            "layout: ask for fewer distinct profiles for these workloads, or give some of them another "
+            "sharing mode or GPU model")
