@@ -4,10 +4,11 @@ Every node of a pool carries the same per-GPU layouts (one `nvidia.com/mig.confi
 mig-parted config, for the whole pool). With N nodes, each node must hold ceil(D_p / N) instances
 of each profile p; any other uniform split needs at least that much per node. So the packer looks
 for the fewest nodes N whose per-node demand (a) fits the node's GPUs as valid layouts and (b)
-fits its CPU and memory even when the scheduler puts the hungriest replicas of every profile on one
-node. Feasibility only grows with N, so N is found by bisection between the lower bound and
-max_p D_p (where each node needs one instance of each profile; when even that does not fit, no
-uniform pool can hold the demand and the planner says so). For that N, the fewest GPUs per node.
+leaves room for the replicas in CPU and memory: immediate when even the hungriest replicas of every
+profile fit one node together, else shown by an assignment of replicas to nodes (first-fit
+decreasing). Feasibility grows with N, so N is found by bisection between the lower bound and one
+node per replica. When one instance of each profile does not fit a node's GPUs, no uniform pool can
+hold the demand and the planner says so. For the N found, the fewest GPUs per node.
 
 Objective: fewest nodes (the GPUs paid for: the pool has one instance type), then fewest GPUs
 partitioned, then node-hours. "Fewest GPUs holding a node's demand" is decided by an exact search
