@@ -165,6 +165,8 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
     lower = max(bounds.values())
     nodes_lower = max(1, nodes_bound(lower, node.gpus, sum(i.cpu * i.count for i in items),
                                      sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
+    bounds["one_gpu_per_node"] = nodes_lower  # a node in use partitions at least one GPU
+    lower = max(lower, nodes_lower)
     cover = _Cover(model, names, node.gpus, budget)
     index = {n: i for i, n in enumerate(names)}
     for item in items:
