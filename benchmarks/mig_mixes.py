@@ -17,7 +17,7 @@ import time
 
 from gpustack.catalog.mig import MIG_MODELS, MigModel
 from gpustack.plan.bounds import mig_bounds
-from gpustack.plan.mig_packing import _Cover, pack_mig
+from gpustack.plan.mig_packing import fewest_gpus, pack_mig
 from gpustack.plan.packing import Item, NodeShape
 
 MODEL = MIG_MODELS["A100-80GB"]
@@ -36,8 +36,7 @@ def random_mix(rng: random.Random, size: int) -> dict[str, int]:
 
 
 def optimum_any_layouts(model: MigModel, demand: dict[str, int], limit: int = 64) -> int:
-    names = tuple(sorted(demand, key=lambda n: (-model.profile(n).memory, -model.profile(n).compute, n)))
-    layouts, exact = _Cover(model, names, limit, budget=10**7).fewest(tuple(demand[n] for n in names))
+    layouts, exact = fewest_gpus(model, demand, limit, budget=10**7)
     assert layouts is not None and exact
     return len(layouts)
 

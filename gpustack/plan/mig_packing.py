@@ -56,6 +56,7 @@ class _Cover:
         self.failed: dict[Counts, int] = {}  # demand -> most layouts proven too few
         self.answers: dict[Counts, tuple[tuple[Counts, ...] | None, bool]] = {}
         self.steps = 0
+        self.ran_out = False  # whether any answer came from the heuristic
 
     def fewest(self, need: Counts) -> tuple[tuple[Counts, ...] | None, bool]:
         """(layouts holding `need` in at most `gpus` GPUs, or None; whether that is proven)."""
@@ -75,6 +76,7 @@ class _Cover:
                     return tuple(found), True
             return None, True
         except _OutOfSteps:
+            self.ran_out = True
             found = self._heuristic(need)
             return (tuple(found) if found is not None and len(found) <= self.gpus else None), False
 
@@ -147,6 +149,16 @@ def _top_sum(asks: list[tuple[float, int]], k: int) -> float:
     return total
 
 
+def fewest_gpus(model: MigModel, demand: dict[str, int], gpus: int,
+                budget: int = STEP_BUDGET) -> tuple[tuple[Layout, ...] | None, bool]:
+    """The fewest valid GPU layouts (at most `gpus`) holding `demand`, any mix; whether proven."""
+    names = tuple(sorted(demand, key=lambda n: (-model.profile(n).memory, -model.profile(n).compute, n)))  # type: ignore[union-attr]
+    layouts, exact = _Cover(model, names, gpus, budget).fewest(tuple(demand[n] for n in names))
+    if layouts is None:
+        return None, exact
+    return tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts), exact
+
+
 def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: int = STEP_BUDGET) -> Packing:
     """The fewest identical nodes whose per-GPU MIG layouts hold every replica (module docstring)."""
     demand: dict[str, int] = {}
@@ -190,8 +202,9 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
             return layouts, exact
         return None, False
 
-    if cover.fewest(tuple(1 for _ in names))[0] is None:
-        raise DoesNotFit(_no_uniform_fit(model, names, node, cover.fewest(tuple(1 for _ in names))[1]))
+    one_each, settled = cover.fewest(tuple(1 for _ in names))
+    if one_each is None:
+        raise DoesNotFit(_no_uniform_fit(model, names, node, settled))
     # With one node per replica every replica fits alone, so the largest N always works.
     low, high = min(nodes_lower, sum(demand.values())), sum(demand.values())
     layouts, exact = attempt(high)
@@ -211,7 +224,12 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
     for layout in per_gpu:
         model.require_valid(dict(layout))
     per_gpu += ((),) * (node.gpus - len(per_gpu))
-    method = "exact search" if proven else "heuristic (step budget reached)"
+    if proven:
+        method = "exact search"
+    elif cover.ran_out:
+        method = "heuristic (step budget reached)"
+    else:
+        method = "exact layouts; CPU and memory fit by first-fit decreasing"
     return Packing(nodes, nodes * len(layouts), lower, _node_hours(items, names, per_node(nodes), nodes),
                    per_gpu, nodes_lower, tuple(sorted(bounds.items())), method, proven)
 
