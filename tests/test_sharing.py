@@ -149,3 +149,13 @@ def test_cpu_hungry_replicas_of_different_profiles_get_nodes_of_their_own_rather
     workloads = [serve("a", mig="1g.10gb", cpu=60), serve("b", mig="3g.40gb", cpu=60)]
     [pool] = plan_of(workloads).targets[0].pools
     assert (pool.instance_type, pool.max_nodes, pool.gpus.nodes_lower_bound) == ("p4de.24xlarge", 2, 2)
+
+
+def test_a_cpu_hungry_floor_gets_the_nodes_its_cpu_needs():
+    # Always on: 4 x 1g.10gb at 40 cores. Peak: 30 more at 1 core. Two p4de nodes (95 allocatable
+    # cores each) carry 17 instances each; the floor fits their layouts on one node, but its 160 cores
+    # need both.
+    workloads = [serve("hungry", mig="1g.10gb", cpu=40, replicas={"min": 4, "max": 4}, capacity="on-demand"),
+                 serve("light", mig="1g.10gb", cpu=1, replicas={"min": 0, "max": 30}, capacity="on-demand")]
+    [pool] = plan_of(workloads).targets[0].pools
+    assert (pool.min_nodes, pool.max_nodes) == (2, 2)

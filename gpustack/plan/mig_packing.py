@@ -278,6 +278,27 @@ def nodes_holding(layouts: Sequence[Layout], demand: dict[str, int]) -> int:
     return max((math.ceil(n / per_node[p]) for p, n in demand.items() if n), default=0)
 
 
+def nodes_for(items: Sequence[Item], layouts: Sequence[Layout], node: NodeShape, most: int) -> int:
+    """Nodes carrying `layouts` that hold `items` in MIG instances, CPU and memory (at most `most`,
+    a count known to hold them): for a floor that runs on the nodes of a pool packed for its peak."""
+    demand: dict[str, int] = {}
+    for item in items:
+        demand[item.profile] = demand.get(item.profile, 0) + item.count  # type: ignore[index]
+    per_node: dict[str, int] = {}
+    for layout in layouts:
+        for profile, count in layout:
+            per_node[profile] = per_node.get(profile, 0) + count
+    names = tuple(sorted(per_node))
+    need = tuple(per_node[n] for n in names)
+    index = {n: i for i, n in enumerate(names)}
+    nodes = max(nodes_holding(layouts, demand),
+                nodes_bound(0, node.gpus, sum(i.cpu * i.count for i in items),
+                            sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
+    while nodes < most and not _assignable(items, index, need, nodes, node):
+        nodes += 1
+    return min(nodes, most)
+
+
 def _node_hours(items: Sequence[Item], names: tuple[str, ...], capacity: Counts, nodes: int) -> float:
     # Replicas fill nodes in order of their monthly hours, so short-lived ones share the last nodes.
     longest = [0.0] * nodes

@@ -15,7 +15,7 @@ from gpustack.plan.bounds import ceil_bound
 from gpustack.plan.choices import Part
 from gpustack.plan.model import MigGroup, Placement, Pool, PoolGpus, ScheduleWindow, Sharing, Taint
 from gpustack.plan.nodes import allocatable
-from gpustack.plan.mig_packing import nodes_holding, pack_mig
+from gpustack.plan.mig_packing import nodes_for, pack_mig
 from gpustack.plan.packing import DoesNotFit, Item, NodeShape, Packing, pack_shares
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import JOB_KINDS, Spec, Workload
@@ -82,20 +82,18 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     floor_demands = [d for d in demands if d.part.min_replicas]
     nodes = peak.nodes
     reserved = key.capacity == "reserved"
-    if reserved or not floor_demands:
-        min_nodes = nodes if reserved else 0
-    elif ask.mode == "mig":
-        # The floor runs on nodes with the pool's (peak) layouts: enough of them for every profile.
-        floor_asked: Counter[str] = Counter()
-        for d in floor_demands:
-            floor_asked[d.ask.profile.name] += d.part.min_replicas  # type: ignore[union-attr]
-        min_nodes = nodes_holding(peak.mig_layouts, floor_asked)
-    else:
-        min_nodes = _pack(floor_demands, node, gpu.mig, lambda d: d.part.min_replicas).nodes
     price = prices.for_capacity(row, key.capacity)
     node_hours = 0.0 if key.fallback else (nodes * 730.0 if reserved else peak.node_hours)
     workloads = tuple(sorted({d.workload.name for d in demands}))
     sharing = _sharing(key, name, ask, peak, cloud)
+    if reserved or not floor_demands:
+        min_nodes = nodes if reserved else 0
+    elif ask.mode == "mig":
+        # The floor runs on nodes with the pool's layouts (sized for the peak), not layouts of its own.
+        carried = [group.layout for group in sharing.mig for _ in range(group.gpus)]
+        min_nodes = nodes_for(_items(floor_demands, lambda d: d.part.min_replicas), carried, node, nodes)
+    else:
+        min_nodes = _pack(floor_demands, node, gpu.mig, lambda d: d.part.min_replicas).nodes
     if sharing.mode == "mig":
         assert gpu.mig is not None
         asked: Counter[str] = Counter()
@@ -179,7 +177,7 @@ def _packing_notes(gpus: PoolGpus, demands: list[Demand], nodes: int, sharing: S
     gap = gpus.required - gpus.lower_bound
     if gap > 0 and sharing.mode == "mig" and gpus.proved_optimal:
         per_node = gpus.required // nodes if nodes else 0
-        notes.append(f"{nodes} nodes x {per_node} partitioned GPUs is the fewest with one layout on every node "
+        notes.append(f"{nodes} node(s) x {per_node} partitioned GPUs is the fewest with one layout on every node "
                      f"(proved); any layouts at all need at least {gpus.lower_bound} GPUs, so identical nodes "
                      f"cost at most {gap} GPU(s) here.")
     elif gap > 0 and not gpus.proved_optimal:
@@ -196,10 +194,14 @@ def _share_words(ask: Ask) -> str:
     return f"{ask.requested_share:.3g} of a GPU as a whole GPU"
 
 
+def _items(demands: list[Demand], count) -> list[Item]:  # type: ignore[no-untyped-def]
+    return [Item(d.workload.name, count(d), d.ask.gpus if d.ask.mode == "none" else 1, d.ask.cpu,
+                 d.ask.memory_gib, d.hours, d.ask.profile.name if d.ask.profile else None)
+            for d in demands if count(d)]
+
+
 def _pack(demands: list[Demand], node: NodeShape, mig, count) -> Packing:  # type: ignore[no-untyped-def]
-    items = [Item(d.workload.name, count(d), d.ask.gpus if d.ask.mode == "none" else 1, d.ask.cpu,
-                  d.ask.memory_gib, d.hours, d.ask.profile.name if d.ask.profile else None)
-             for d in demands if count(d)]
+    items = _items(demands, count)
     try:
         if demands[0].ask.mode == "mig":
             return pack_mig(items, node, mig)
