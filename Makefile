@@ -37,3 +37,9 @@ bench-perf: $(VENV)/.installed-test
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
+
+# The packing benchmark (docs/sharing.md): openb trace and MIG mixes; prints numbers, asserts nothing.
+# OPENB=path/to/openb_pod_list_default.csv overrides the trace (default: ../shared/data/openb/...).
+.PHONY: bench-packing
+bench-packing: $(VENV)/.installed-cli
+	$(BIN)/python -m benchmarks.packing $(if $(OPENB),--trace $(OPENB))

@@ -6,15 +6,23 @@ Sources (each model below names its own):
 - Placements: `nvidia-smi mig -lgipp` output in the same guide (A100; the same table is shown for
   H100 NVL in NVIDIA's blog). `{starts}:n` = the instance takes n consecutive memory slices from one
   of the listed start slots of the 8-slice memory axis.
-- Names for H100 NVL/94GB, GH200 and H100-96GB: NVIDIA/mig-parted
-  deployments/systemd/config-default.yaml (commit 5ffc59fe).
+- Names for H100 NVL/94GB, GH200 (96GB and 144GB) and H100-96GB: NVIDIA/mig-parted
+  deployments/systemd/config-default.yaml (commit 5ffc59fe), which also lists the `+me` profiles
+  (`all-1g.12gb.me`, `all-1g.18gb.me` for H200 and GH200 144GB, `all-1g.23gb.me` for B200) and the
+  A30 ones (`1g.6gb+me`, `2g.12gb+me`).
+- Maximum instances per GPU: the "Number of Instances Available" column of the guide (7 on A100,
+  H100, H200, B200; 4 on A30; a single `+me` instance per GPU).
 
 A layout (profile -> count on one GPU) is valid only if every instance can be given a start slot so
 that no two instances share a memory slice, compute slices add up to at most the GPU's compute
-slices, and each profile stays within its maximum count. `is_valid` searches for such a placement;
-`place` returns it. Assumptions, stated where they matter: H200, B200 and GB200 share the A100/H100
-placement table (their profile counts match; their `-lgipp` output is unconfirmed); A30 placements
-are unconfirmed (1g at 0-3, 2g at 0/2, 4g at 0).
+slices, each profile stays within its maximum count and there is at most one `+me` instance.
+`place` returns such a placement (None when there is none); `violations` says in words why a layout
+is not valid; `require_valid` is the check every layout of a plan passes before it leaves the planner.
+
+Assumptions, stated where they matter (`MigModel.placements_confirmed` is False for these): the
+placement table is published for A100 and H100 NVL only; H100-80GB, GH200, H200 and B200 are taken
+to share it (same slice counts and instance maxima). A30 placements are unconfirmed (1g at 0-3, 2g
+at 0/2, 4g at 0); with 4 slices of each kind any layout within the slice and count limits places.
 """
 
 from __future__ import annotations
@@ -26,6 +34,10 @@ from collections.abc import Iterable, Mapping
 
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html"
 MIG_PARTED = "https://github.com/NVIDIA/mig-parted/blob/5ffc59fe/deployments/systemd/config-default.yaml"
+
+
+class InvalidLayout(Exception):
+    """A MIG layout NVIDIA's rules forbid: gpustack never emits one (a bug if ever raised)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +96,7 @@ class MigModel:
     profiles: tuple[Profile, ...]  # ordered smallest first
     source: str
     balanced: tuple[tuple[str, int], ...] = ()  # mig-parted "all-balanced", for reference
+    placements_confirmed: bool = True  # False where the start slots are an assumption (see module doc)
 
     def profile(self, name: str) -> Profile | None:
         for profile in self.profiles:
@@ -115,10 +128,46 @@ class MigModel:
         key = tuple(sorted((name, count) for name, count in layout.items() if count))
         return _place(self, key)
 
+    def violations(self, layout: Mapping[str, int]) -> list[str]:
+        """Why `layout` is not a valid layout of one GPU, in words (empty when it is valid)."""
+        problems = []
+        for name, count in sorted(layout.items()):
+            profile = self.profile(name)
+            if profile is None:
+                problems.append(f"{name} is not a MIG profile of {self.name}")
+            elif count < 0 or count > profile.shape.max_count:
+                problems.append(f"{count} x {name}: at most {profile.shape.max_count} per GPU")
+        if problems:
+            return problems
+        media = sum(c for n, c in layout.items() if self.profile(n).shape.media)  # type: ignore[union-attr]
+        if media > 1:
+            problems.append(f"{media} +me instances: at most one per GPU")
+        compute, memory = self.slices(layout)
+        if compute > self.compute_slices:
+            problems.append(f"{compute} compute slices: the GPU has {self.compute_slices}")
+        if memory > self.memory_slices:
+            problems.append(f"{memory} memory slices: the GPU has {self.memory_slices}")
+        if not problems and self.place(layout) is None:
+            problems.append("no start slots place every instance without overlap")
+        return problems
+
+    def require_valid(self, layout: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+        """The placement of `layout`; raises InvalidLayout when NVIDIA's rules forbid it."""
+        placed = self.place(layout)
+        if placed is None:
+            shown = ", ".join(f"{n}: {c}" for n, c in sorted(layout.items()))
+            raise InvalidLayout(f"invalid {self.name} MIG layout {{{shown}}}: {'; '.join(self.violations(layout))}")
+        return placed
+
     def valid_layouts(self, names: Iterable[str] | None = None) -> tuple[tuple[tuple[str, int], ...], ...]:
         """Every non-empty valid layout using only `names` (all profiles when None)."""
         chosen = tuple(sorted(set(names))) if names is not None else tuple(p.name for p in self.profiles)
         return _valid_layouts(self, chosen)
+
+    def maximal_layouts(self, names: Iterable[str]) -> tuple[tuple[int, ...], ...]:
+        """Valid layouts over `names` (as counts in the order of sorted `names`) that no other valid
+        layout contains, most instances first: every packing can use these alone."""
+        return _maximal_layouts(self, tuple(sorted(set(names))))
 
     def slices(self, layout: Mapping[str, int]) -> tuple[int, int]:
         """(compute, memory) slices a layout uses."""
@@ -193,8 +242,17 @@ def _valid_layouts(model: MigModel, names: tuple[str, ...]) -> tuple[tuple[tuple
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=4096)
+def _maximal_layouts(model: MigModel, names: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
+    layouts = [tuple(dict(layout).get(n, 0) for n in names) for layout in model.valid_layouts(names)]
+    maximal = [a for a in layouts
+               if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in layouts)]
+    return tuple(sorted(maximal, key=lambda c: (-sum(c), c)))
+
+
 def _model(name: str, memory_gib: float, generic_names: Mapping[str, str], source: str,
-           shapes: tuple[ProfileShape, ...] = _SHAPES_8, balanced: Mapping[str, int] | None = None) -> MigModel:
+           shapes: tuple[ProfileShape, ...] = _SHAPES_8, balanced: Mapping[str, int] | None = None,
+           placements_confirmed: bool = False) -> MigModel:
     total_memory = max(s.memory for s in shapes)
     total_compute = max(s.compute for s in shapes)
     by_key = {s.key: s for s in shapes}
@@ -204,7 +262,7 @@ def _model(name: str, memory_gib: float, generic_names: Mapping[str, str], sourc
     )
     profiles = tuple(sorted(profiles, key=lambda p: (p.compute, p.memory, p.shape.media)))
     return MigModel(name, memory_gib, total_compute, total_memory, profiles, source,
-                    tuple(sorted((balanced or {}).items())))
+                    tuple(sorted((balanced or {}).items())), placements_confirmed)
 
 
 def _names(one: str, one2: str, two: str, three: str, four: str, seven: str) -> dict[str, str]:
@@ -215,13 +273,13 @@ MIG_MODELS: dict[str, MigModel] = {
     m.name: m
     for m in (
         _model("A100-40GB", 40, _names("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"),
-               MIG_GUIDE, balanced={"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}),
+               MIG_GUIDE, balanced={"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}, placements_confirmed=True),
         _model("A100-80GB", 80, _names("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
-               MIG_GUIDE, balanced={"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}),
+               MIG_GUIDE, balanced={"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, placements_confirmed=True),
         _model("H100-80GB", 80, _names("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
                MIG_GUIDE, balanced={"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}),
         _model("H100-NVL-94GB", 94, _names("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb"),
-               MIG_PARTED, balanced={"1g.12gb": 2, "2g.24gb": 1, "3g.47gb": 1}),
+               MIG_PARTED, balanced={"1g.12gb": 2, "2g.24gb": 1, "3g.47gb": 1}, placements_confirmed=True),
         _model("GH200-96GB", 96, _names("1g.12gb", "1g.24gb", "2g.24gb", "3g.48gb", "4g.48gb", "7g.96gb"),
                MIG_PARTED, balanced={"1g.12gb": 2, "2g.24gb": 1, "3g.48gb": 1}),
         _model("GH200-144GB", 144, _names("1g.18gb", "1g.36gb", "2g.36gb", "3g.72gb", "4g.72gb", "7g.144gb"),

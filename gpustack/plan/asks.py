@@ -10,8 +10,11 @@ Sharing, by what the workload asks and what its GPU and cloud can do:
 What time-slicing can promise: a pod gets one of the R replicas of a GPU, so when all R clients are
 busy each gets 1/R of the GPU's time, with no memory isolation. A share is therefore rounded down
 to 1/R: a 0.3 share is planned as 1/3, a 0.45 share as 1/2. NVIDIA's device plugin needs R >= 2, so
-a share above 1/2 cannot be time-sliced and gets a whole GPU. Replicas with different R never share
-a pool (R is part of the pool's identity), so adding a workload never changes another pool's R.
+a share above 1/2 cannot be time-sliced and gets a whole GPU. MPS gives each of its R clients an
+equal share of memory and compute, so it rounds the same way. Replicas with different R never share
+a pool (R is part of the pool's identity, as a node has one device-plugin config), so adding a
+workload never changes another pool's R. What rounding costs is reported per pool and per target
+(`requested_lower_bound` against `lower_bound`; docs/sharing.md section 5).
 """
 
 from __future__ import annotations

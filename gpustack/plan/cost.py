@@ -59,7 +59,15 @@ def summarise(target: Target, cloud: Cloud, pools: tuple[Pool, ...], workloads: 
         required=sum(p.gpus.required for p in counted),
         provisioned=sum(p.gpus.provisioned for p in counted),
         requested=sum(pl.replicas * pl.requested_share for p in counted for pl in p.placements),
+        requested_lower_bound=sum(p.gpus.requested_lower_bound for p in counted),
     )
+    loss = gpus.lower_bound - gpus.requested_lower_bound
+    if loss > 0:
+        notes = notes + (
+            f"Fixed shares cost up to {loss} GPU(s): the replicas ask for {gpus.requested:.2f} GPUs in all (at "
+            f"least {gpus.requested_lower_bound} GPUs, pool by pool), but time-slicing and MPS give each replica "
+            f"1/R of a GPU (a whole GPU above 1/2) and MIG a fixed profile, so any packing of the planned shares "
+            f"needs at least {gpus.lower_bound}. The pools' notes say where.",)
     return TargetPlan(
         name=target.name, cloud=target.cloud, region=target.region, cluster=target.cluster,
         settings=target.settings, pools=pools, gpus=gpus, cost=cost,

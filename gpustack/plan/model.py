@@ -70,8 +70,14 @@ class Placement:
 @dataclasses.dataclass(frozen=True)
 class PoolGpus:
     required: int  # GPUs holding at least one replica at peak
-    lower_bound: int  # fewest GPUs any packing of these replicas could use, as shared
+    lower_bound: int  # fewest GPUs any packing of these replicas could use, as shared (planned shares)
     provisioned: int  # nodes x GPUs per node at peak
+    requested: float = 0.0  # GPUs the replicas ask for: sum of requested fractions (whole GPUs as asked)
+    requested_lower_bound: int = 0  # ceil(requested): the bound if each replica got exactly what it asked
+    nodes_lower_bound: int = 0  # fewest nodes any packing could use (GPUs, CPU, memory)
+    bounds: tuple[tuple[str, int], ...] = ()  # the GPU lower bounds by name; lower_bound is the largest
+    method: str = ""  # how the packing was found: exact search | first-fit decreasing | heuristic ...
+    proved_optimal: bool = False  # no packing under the pool's rules uses fewer nodes, then GPUs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +126,7 @@ class GpuCounts:
     required: int
     provisioned: int
     requested: float  # GPUs the replicas ask for (sum of fractions), before rounding to shares
+    requested_lower_bound: int = 0  # sum over pools of ceil(requested): the bound without rounding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,7 +251,12 @@ def _pool(p: Pool) -> dict[str, Any]:
         "price": {"usd_per_node_hour": p.price.usd_per_node_hour, "source": p.price.source},
         "hours_per_month": round(p.hours_per_month, 2),
         "gpus": {"required": p.gpus.required, "lower_bound": p.gpus.lower_bound,
-                 "provisioned": p.gpus.provisioned, "gap": p.gpus.required - p.gpus.lower_bound},
+                 "provisioned": p.gpus.provisioned, "gap": p.gpus.required - p.gpus.lower_bound,
+                 "requested": round(p.gpus.requested, 3), "requested_lower_bound": p.gpus.requested_lower_bound,
+                 "rounding_loss": max(0, p.gpus.lower_bound - p.gpus.requested_lower_bound),
+                 "bounds": dict(p.gpus.bounds)},
+        "packing": {"method": p.gpus.method, "proved_optimal": p.gpus.proved_optimal,
+                    "nodes_lower_bound": p.gpus.nodes_lower_bound},
         "replicas": {pl.workload: pl.replicas for pl in p.placements},
         "namespaces": list(p.namespaces),
         "reason": p.reason,
@@ -260,7 +272,10 @@ def _target(t: TargetPlan) -> dict[str, Any]:
         "cluster": t.cluster,
         "pools": [_pool(p) for p in t.pools],
         "gpus": {"baseline": t.gpus.baseline, "lower_bound": t.gpus.lower_bound, "required": t.gpus.required,
-                 "provisioned": t.gpus.provisioned, "requested": round(t.gpus.requested, 3)},
+                 "provisioned": t.gpus.provisioned, "requested": round(t.gpus.requested, 3),
+                 "requested_lower_bound": t.gpus.requested_lower_bound,
+                 "rounding_loss": max(0, t.gpus.lower_bound - t.gpus.requested_lower_bound),
+                 "gap": t.gpus.required - t.gpus.lower_bound},
         "cost": {
             "baseline_monthly_usd": money(t.cost.baseline_monthly_usd),
             "planned_monthly_usd": money(t.cost.planned_monthly_usd),

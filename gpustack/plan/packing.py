@@ -1,27 +1,29 @@
-"""Packing replicas onto the identical nodes of one pool.
+"""Packing replicas onto the identical nodes of one pool: whole GPUs and time-sliced / MPS shares.
 
 Every node of a pool is the same machine with the same GPU configuration (a node pool applies one
-set of labels, so one NVIDIA config, to all its nodes). Three cases:
+set of labels, so one NVIDIA config, to all its nodes). Replicas here ask for whole GPUs, or for
+one of the R shares of a GPU (time-slicing / MPS); a node offers GPUs x R units, CPU and memory,
+and a replica must fit in all three. MIG pools are packed by `gpustack.plan.mig_packing`.
 
-- whole GPUs and time-sliced / MPS shares: first-fit-decreasing over (GPUs or shares, CPU, memory),
-  identical replicas placed in bulk;
-- MIG: one layout per GPU position, the same on every node; the fewest nodes N such that the
-  per-node demand ceil(D_p / N) of each profile p fits the node's GPUs by NVIDIA's placement rules
-  (searched exactly, see `_cover`).
-
-Results carry the lower bound that any packing of the same shares must respect.
+Objective, in this order: fewest nodes (the pool has one instance type, so nodes are the GPUs paid
+for and the cost), then fewest GPUs in use, then fewest node-hours. First-fit decreasing runs in
+two orders (longest-running first, which lets short-lived replicas share nodes, and largest first)
+with identical replicas placed in bulk; the better result is kept. When it does not meet the lower
+bounds and the pool is small, an exact search (bounded in steps) settles the optimum.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Sequence
 
-from gpustack.catalog.mig import MigModel
+from gpustack.plan.bounds import nodes_bound
 
 Layout = tuple[tuple[str, int], ...]
+
+EXACT_REPLICAS = 14  # pools up to this many replicas get the exact search when FFD may be off
+EXACT_STEPS = 50_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,10 +50,14 @@ class NodeShape:
 @dataclasses.dataclass(frozen=True)
 class Packing:
     nodes: int
-    gpus_required: int
-    lower_bound: int
+    gpus_required: int  # GPUs holding at least one replica
+    lower_bound: int  # fewest GPUs any packing could use: the largest of `bounds`
     node_hours: float  # sum over nodes of the longest monthly hours of a replica on it
     mig_layouts: tuple[Layout, ...] = ()  # MIG: the layout of each GPU of a node
+    nodes_lower_bound: int = 0  # fewest nodes any packing could use (GPUs, CPU, memory)
+    bounds: tuple[tuple[str, int], ...] = ()  # each GPU lower bound by name
+    method: str = ""  # how the packing was found
+    proved_optimal: bool = False  # no packing of the pool's model uses fewer nodes, then GPUs
 
 
 class DoesNotFit(Exception):
@@ -88,14 +94,10 @@ def _take(group: _Nodes, per_node: int, item: Item) -> None:
     group.hours = max(group.hours, item.hours)
 
 
-def pack_shares(items: Sequence[Item], node: NodeShape) -> Packing:
-    """First-fit-decreasing of whole-GPU or time-sliced replicas onto identical nodes."""
+def _ffd(order: Sequence[Item], node: NodeShape) -> list[_Nodes]:
     capacity = node.gpus * node.shares_per_gpu
-    order = sorted(items, key=lambda i: (-i.hours, -i.units, -i.cpu, -i.memory_gib, i.workload))
     groups: list[_Nodes] = []
     for item in order:
-        if _fits(capacity, node.cpu, node.memory_gib, item) == 0:
-            raise DoesNotFit(f"a replica of {item.workload!r} does not fit on an empty node")
         left = item.count
         i = 0
         while left and i < len(groups):
@@ -132,109 +134,105 @@ def pack_shares(items: Sequence[Item], node: NodeShape) -> Packing:
             if rest:
                 groups.append(dataclasses.replace(fresh, copies=1))
                 _take(groups[-1], rest, item)
+    return groups
+
+
+def _score(groups: list[_Nodes], node: NodeShape) -> tuple[int, int, float]:
     nodes = sum(g.copies for g in groups)
-    gpus_required = sum(g.copies * math.ceil(g.used_units / node.shares_per_gpu) for g in groups)
-    node_hours = sum(g.copies * g.hours for g in groups)
-    lower = math.ceil(sum(i.count * i.units for i in items) / node.shares_per_gpu)
-    return Packing(nodes, gpus_required, lower, node_hours)
+    gpus = sum(g.copies * math.ceil(g.used_units / node.shares_per_gpu) for g in groups)
+    return nodes, gpus, sum(g.copies * g.hours for g in groups)
 
 
-def mig_lower_bound(model: MigModel, demand: dict[str, int]) -> int:
-    """max(ceil(compute slices / 7), ceil(memory slices / 8)): no placement can beat it."""
-    compute, memory = model.slices(demand)
-    return max(math.ceil(compute / model.compute_slices), math.ceil(memory / model.memory_slices))
+def share_bounds(items: Sequence[Item], node: NodeShape) -> tuple[dict[str, int], int]:
+    """({"shares": ..., "one_gpu_per_node": ...}, nodes lower bound) for whole-GPU or shared replicas."""
+    shares = math.ceil(sum(i.count * i.units for i in items) / node.shares_per_gpu)
+    nodes = nodes_bound(shares, node.gpus, sum(i.count * i.cpu for i in items),
+                        sum(i.count * i.memory_gib for i in items), node.cpu, node.memory_gib)
+    # A node in use holds at least one GPU in use.
+    return {"shares": shares, "one_gpu_per_node": nodes}, nodes
 
 
-def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel) -> Packing:
-    """The fewest identical nodes whose per-GPU MIG layouts hold every replica."""
-    demand: dict[str, int] = {}
-    cpu: dict[str, float] = {}
-    memory: dict[str, float] = {}
+def pack_shares(items: Sequence[Item], node: NodeShape) -> Packing:
+    """Whole-GPU or time-sliced replicas onto identical nodes (see the module docstring)."""
+    capacity = node.gpus * node.shares_per_gpu
     for item in items:
-        assert item.profile is not None
-        demand[item.profile] = demand.get(item.profile, 0) + item.count
-        cpu[item.profile] = max(cpu.get(item.profile, 0.0), item.cpu)
-        memory[item.profile] = max(memory.get(item.profile, 0.0), item.memory_gib)
-    names = tuple(sorted(demand))
-    lower = mig_lower_bound(model, demand)
-    nodes = max(1, math.ceil(lower / node.gpus))
-    total = sum(demand.values())
-    while nodes <= total:
-        per_node = tuple(math.ceil(demand[n] / nodes) for n in names)
-        fits_node = (sum(c * cpu[n] for n, c in zip(names, per_node)) <= node.cpu + 1e-9
-                     and sum(c * memory[n] for n, c in zip(names, per_node)) <= node.memory_gib + 1e-9)
-        if fits_node:
-            layouts = _cover(model, names, per_node, node.gpus)
-            if layouts is not None:
-                return _mig_packing(items, model, names, per_node, nodes, layouts, lower)
-        nodes += 1
-    raise DoesNotFit(f"no {node.gpus}-GPU node layout holds MIG profiles {', '.join(names)} together")
+        if _fits(capacity, node.cpu, node.memory_gib, item) == 0:
+            raise DoesNotFit(f"a replica of {item.workload!r} does not fit on an empty node")
+    orders = (
+        sorted(items, key=lambda i: (-i.hours, -i.units, -i.cpu, -i.memory_gib, i.workload)),
+        sorted(items, key=lambda i: (-i.units, -i.cpu, -i.memory_gib, -i.hours, i.workload)),
+    )
+    nodes, gpus, node_hours = min(_score(_ffd(order, node), node) for order in orders)
+    bounds, nodes_lower = share_bounds(items, node)
+    lower = max(bounds.values())
+    method = "first-fit decreasing"
+    proved = (nodes, gpus) == (nodes_lower, lower)
+    replicas = sum(i.count for i in items)
+    if not proved and replicas <= EXACT_REPLICAS:
+        exact = _exact_shares(items, node, (nodes, gpus))
+        if exact is not None:
+            method = "exact search"
+            proved = True
+            if exact[:2] < (nodes, gpus):
+                nodes, gpus, node_hours = exact
+    return Packing(nodes, gpus, lower, node_hours, (), nodes_lower, tuple(sorted(bounds.items())), method, proved)
 
 
-def _mig_packing(items: Sequence[Item], model: MigModel, names: tuple[str, ...], per_node: tuple[int, ...],
-                 nodes: int, layouts: tuple[Layout, ...], lower: int) -> Packing:
-    # Replicas fill nodes in order of their monthly hours, so short-lived ones share the last nodes.
-    node_hours = 0.0
-    by_profile = {n: sorted((it for it in items if it.profile == n), key=lambda it: -it.hours) for n in names}
-    longest = [0.0] * nodes
-    for name, cap in zip(names, per_node):
-        slot = 0
-        for item in by_profile[name]:
-            for _ in range(item.count):
-                k = slot // cap
-                longest[k] = max(longest[k], item.hours)
-                slot += 1
-    node_hours = sum(longest)
-    non_empty = sum(1 for layout in layouts if layout)
-    return Packing(nodes, nodes * non_empty, lower, node_hours, tuple(layouts))
+def _exact_shares(items: Sequence[Item], node: NodeShape,
+                  incumbent: tuple[int, int]) -> tuple[int, int, float] | None:
+    """Fewest (nodes, GPUs in use) by exhaustive search; None when it runs out of steps.
 
+    Replicas go largest first; identical replicas take nodes in increasing order and nodes with
+    the same free capacity are tried once, so symmetric packings are not revisited.
+    """
+    replicas = sorted((it for it in items for _ in range(it.count)),
+                      key=lambda i: (-i.units, -i.cpu, -i.memory_gib, -i.hours, i.workload))
+    R = node.shares_per_gpu
+    free: list[list[float]] = []  # per open node: [units, cpu, memory, used units, hours]
+    best: list = [incumbent, None]
+    steps = [0]
 
-def _cover(model: MigModel, names: tuple[str, ...], need: tuple[int, ...], gpus: int) -> tuple[Layout, ...] | None:
-    """`gpus` valid layouts that together hold at least `need` instances of each profile, or None."""
-    candidates = _useful_layouts(model, names)
-    compute = tuple(model.profile(n).compute for n in names)  # type: ignore[union-attr]
-    memory = tuple(model.profile(n).memory for n in names)  # type: ignore[union-attr]
+    def gpus_in_use() -> int:
+        return sum(math.ceil(n[3] / R) for n in free)
 
-    @functools.lru_cache(maxsize=None)
-    def solve(left: tuple[int, ...], gpus_left: int) -> tuple[Layout, ...] | None:
-        if not any(left):
-            return ((),) * gpus_left
-        if gpus_left == 0:
-            return None
-        if (sum(c * n for c, n in zip(compute, left)) > model.compute_slices * gpus_left
-                or sum(m * n for m, n in zip(memory, left)) > model.memory_slices * gpus_left):
-            return None
-        # The first profile still needed must be on some GPU: branch only on layouts holding it.
-        first = next(i for i, n in enumerate(left) if n)
-        for counts in candidates:
-            if not counts[first]:
+    def search(i: int, floor: int) -> None:
+        steps[0] += 1
+        if steps[0] > EXACT_STEPS:
+            raise TimeoutError
+        score = (len(free), gpus_in_use())
+        if score >= best[0]:  # both only grow as replicas are added: nothing better down here
+            return
+        if i == len(replicas):
+            best[0] = score
+            best[1] = sum(n[4] for n in free)
+            return
+        item = replicas[i]
+        start = floor if i and replicas[i - 1] == item else 0
+        tried = set()
+        for j in range(start, len(free)):
+            state = tuple(free[j][:4])
+            if state in tried:
                 continue
-            rest = tuple(max(0, n - c) for n, c in zip(left, counts))
-            found = solve(rest, gpus_left - 1)
-            if found is not None:
-                used = tuple((name, min(c, n)) for name, c, n in zip(names, counts, left) if min(c, n))
-                return (used,) + found
+            tried.add(state)
+            n = free[j]
+            if n[0] >= item.units and n[1] + 1e-9 >= item.cpu and n[2] + 1e-9 >= item.memory_gib:
+                saved = list(n)
+                n[0] -= item.units
+                n[1] -= item.cpu
+                n[2] -= item.memory_gib
+                n[3] += item.units
+                n[4] = max(n[4], item.hours)
+                search(i + 1, j)
+                free[j] = saved
+        free.append([node.gpus * R - item.units, node.cpu - item.cpu, node.memory_gib - item.memory_gib,
+                     item.units, item.hours])
+        search(i + 1, len(free) - 1)
+        free.pop()
+
+    try:
+        search(0, 0)
+    except TimeoutError:
         return None
-
-    # Fewest GPUs first: the others of the node stay unpartitioned and free.
-    least = max(1, mig_lower_bound(model, dict(zip(names, need))))
-    result = None
-    for used_gpus in range(least, gpus + 1):
-        result = solve(tuple(need), used_gpus)
-        if result is not None:
-            result = result + ((),) * (gpus - used_gpus)
-            break
-    solve.cache_clear()
-    if result is None:
-        return None
-    # Canonical order: fullest GPU first, so equal plans print equally.
-    return tuple(sorted(result, key=lambda layout: (-sum(c for _, c in layout), layout)))
-
-
-@functools.lru_cache(maxsize=4096)
-def _useful_layouts(model: MigModel, names: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
-    """Valid layouts over `names` that no other valid layout dominates, largest first."""
-    layouts = [tuple(dict(layout).get(n, 0) for n in names) for layout in model.valid_layouts(names)]
-    maximal = [a for a in layouts
-               if not any(b != a and all(x >= y for x, y in zip(b, a)) for b in layouts)]
-    return tuple(sorted(maximal, key=lambda c: (-sum(c), c)))
+    if best[1] is None:  # nothing beats first-fit decreasing: it is optimal
+        return incumbent + (math.inf,)
+    return best[0][0], best[0][1], best[1]

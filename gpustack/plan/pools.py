@@ -8,12 +8,15 @@ import re
 from collections import Counter
 
 from gpustack.catalog import Catalog, InstanceType
+from gpustack.catalog.mig import InvalidLayout, MigModel
 from gpustack.clouds import Cloud, Feature
 from gpustack.plan.asks import Ask
+from gpustack.plan.bounds import ceil_bound
 from gpustack.plan.choices import Part
 from gpustack.plan.model import MigGroup, Placement, Pool, PoolGpus, ScheduleWindow, Sharing, Taint
 from gpustack.plan.nodes import allocatable
-from gpustack.plan.packing import DoesNotFit, Item, NodeShape, Packing, pack_mig, pack_shares
+from gpustack.plan.mig_packing import nodes_for, pack_mig
+from gpustack.plan.packing import DoesNotFit, Item, NodeShape, Packing, pack_shares
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import JOB_KINDS, Spec, Workload
 
@@ -77,14 +80,29 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     node = NodeShape(row.gpus, cpu, memory, ask.shares_per_gpu)
     peak = _pack(demands, node, gpu.mig, lambda d: d.part.replicas)
     floor_demands = [d for d in demands if d.part.min_replicas]
-    floor = _pack(floor_demands, node, gpu.mig, lambda d: d.part.min_replicas) if floor_demands else None
     nodes = peak.nodes
     reserved = key.capacity == "reserved"
-    min_nodes = nodes if reserved else (floor.nodes if floor else 0)
     price = prices.for_capacity(row, key.capacity)
     node_hours = 0.0 if key.fallback else (nodes * 730.0 if reserved else peak.node_hours)
     workloads = tuple(sorted({d.workload.name for d in demands}))
     sharing = _sharing(key, name, ask, peak, cloud)
+    if reserved or not floor_demands:
+        min_nodes = nodes if reserved else 0
+    elif ask.mode == "mig":
+        # The floor runs on nodes with the pool's layouts (sized for the peak), not layouts of its own.
+        carried = [group.layout for group in sharing.mig for _ in range(group.gpus)]
+        min_nodes = nodes_for(_items(floor_demands, lambda d: d.part.min_replicas), carried, node, nodes)
+    else:
+        min_nodes = _pack(floor_demands, node, gpu.mig, lambda d: d.part.min_replicas).nodes
+    if sharing.mode == "mig":
+        assert gpu.mig is not None
+        asked: Counter[str] = Counter()
+        for d in demands:
+            asked[d.ask.profile.name] += d.part.replicas  # type: ignore[union-attr]
+        check_mig_layouts(gpu.mig, sharing, nodes, row.gpus, asked)
+    requested = sum(d.part.replicas * d.ask.requested_share for d in demands)
+    gpus = PoolGpus(peak.gpus_required, peak.lower_bound, nodes * row.gpus, requested, ceil_bound(requested),
+                    peak.nodes_lower_bound, peak.bounds, peak.method, peak.proved_optimal)
     schedule = demands[0].workload.schedule
     window = ScheduleWindow(schedule.days, schedule.hours, schedule.timezone, schedule.weekdays,
                             schedule.start_minute, schedule.end_minute,
@@ -97,6 +115,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     empty_gpus = sum(1 for layout in peak.mig_layouts if not layout)
     if empty_gpus and not cloud.native_mig_partitioning:
         notes.append(f"{empty_gpus} of the {row.gpus} GPUs of each node stay unpartitioned (whole).")
+    notes.extend(_packing_notes(gpus, demands, nodes, sharing))
     return Pool(
         name=name,
         cloud_name=cloud.pool_name(name, key.compact()),
@@ -124,16 +143,65 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
         price=price,
         hours_per_month=node_hours / nodes if nodes else 0.0,
         monthly_cost_usd=price.usd_per_node_hour * node_hours,
-        gpus=PoolGpus(peak.gpus_required, peak.lower_bound, nodes * row.gpus),
+        gpus=gpus,
         reason=_reason(key, demands, row, sharing),
         notes=tuple(notes),
     )
 
 
+def check_mig_layouts(model: MigModel, sharing: Sharing, nodes: int, gpus_per_node: int,
+                      demand: Counter[str]) -> None:
+    """The boundary check: every layout of the plan is valid by NVIDIA's placement rules, a node
+    has no more layouts than GPUs, and the pool's layouts hold every requested instance."""
+    for group in sharing.mig:
+        model.require_valid(dict(group.layout))
+    if sum(group.gpus for group in sharing.mig) > gpus_per_node:
+        raise InvalidLayout(f"{sharing.config or 'a pool'}: more MIG layouts than the node's {gpus_per_node} GPUs")
+    held: Counter[str] = Counter()
+    for group in sharing.mig:
+        for profile, count in group.layout:
+            held[profile] += count * group.gpus * nodes
+    short = {p: n for p, n in demand.items() if held[p] < n}
+    if short:
+        raise InvalidLayout(f"{sharing.config or 'a pool'}: its MIG layouts hold fewer instances than asked: {short}")
+
+
+def _packing_notes(gpus: PoolGpus, demands: list[Demand], nodes: int, sharing: Sharing) -> list[str]:
+    """What the numbers of this pool mean for a person: rounding to shares, the gap and its cause."""
+    notes = []
+    if gpus.lower_bound > gpus.requested_lower_bound:
+        shapes = sorted({_share_words(d.ask) for d in demands if d.ask.requested_share != d.ask.planned_share})
+        notes.append(f"Rounding to fixed shares: the replicas ask for {gpus.requested:.2f} GPUs in all (at "
+                     f"least {gpus.requested_lower_bound} GPUs); as planned ({' and '.join(shapes)}) they need "
+                     f"at least {gpus.lower_bound}.")
+    gap = gpus.required - gpus.lower_bound
+    if gap > 0 and sharing.mode == "mig" and gpus.proved_optimal:
+        per_node = gpus.required // nodes if nodes else 0
+        notes.append(f"{nodes} node(s) x {per_node} partitioned GPUs is the fewest with one layout on every node "
+                     f"(proved); any layouts at all need at least {gpus.lower_bound} GPUs, so identical nodes "
+                     f"cost at most {gap} GPU(s) here.")
+    elif gap > 0 and not gpus.proved_optimal:
+        notes.append(f"Packed by {gpus.method}: {gpus.required} GPUs in use, at most {gap} more than the "
+                     f"lower bound of {gpus.lower_bound}.")
+    return notes
+
+
+def _share_words(ask: Ask) -> str:
+    if ask.mode == "mig" and ask.profile is not None:
+        return f"{ask.requested_share:.3g} of a GPU as {ask.profile.name}"
+    if ask.mode in ("time-slicing", "mps"):
+        return f"{ask.requested_share:.3g} of a GPU as 1/{ask.shares_per_gpu}"
+    return f"{ask.requested_share:.3g} of a GPU as a whole GPU"
+
+
+def _items(demands: list[Demand], count) -> list[Item]:  # type: ignore[no-untyped-def]
+    return [Item(d.workload.name, count(d), d.ask.gpus if d.ask.mode == "none" else 1, d.ask.cpu,
+                 d.ask.memory_gib, d.hours, d.ask.profile.name if d.ask.profile else None)
+            for d in demands if count(d)]
+
+
 def _pack(demands: list[Demand], node: NodeShape, mig, count) -> Packing:  # type: ignore[no-untyped-def]
-    items = [Item(d.workload.name, count(d), d.ask.gpus if d.ask.mode == "none" else 1, d.ask.cpu,
-                  d.ask.memory_gib, d.hours, d.ask.profile.name if d.ask.profile else None)
-             for d in demands if count(d)]
+    items = _items(demands, count)
     try:
         if demands[0].ask.mode == "mig":
             return pack_mig(items, node, mig)

@@ -1,0 +1,321 @@
+"""MIG layouts for the identical nodes of one pool.
+
+Every node of a pool carries the same per-GPU layouts (one `nvidia.com/mig.config` label, so one
+mig-parted config, for the whole pool). With N nodes, each node must hold ceil(D_p / N) instances
+of each profile p; any other uniform split needs at least that much per node. So the packer looks
+for the fewest nodes N whose per-node demand (a) fits the node's GPUs as valid layouts and (b)
+leaves room for the replicas in CPU and memory: immediate when even the hungriest replicas of every
+profile fit one node together, else shown by an assignment of replicas to nodes (first-fit
+decreasing). Feasibility grows with N, so N is found by bisection between the lower bound and one
+node per replica. When one instance of each profile does not fit a node's GPUs, no uniform pool can
+hold the demand and the planner says so. For the N found, the fewest GPUs per node.
+
+Objective: fewest nodes (the GPUs paid for: the pool has one instance type), then fewest GPUs
+partitioned, then node-hours. "Fewest GPUs holding a node's demand" is decided by an exact search
+(iterative deepening over the maximal layouts, memoised) within a step budget; past the budget a
+heuristic (the better of greedy layout choice and first-fit decreasing by instance size) answers,
+and the packing is reported as heuristic with its gap to the lower bound.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from gpustack.catalog.mig import MigModel
+from gpustack.plan.bounds import mig_bounds, nodes_bound
+from gpustack.plan.packing import DoesNotFit, Item, Layout, NodeShape, Packing
+
+STEP_BUDGET = 20_000  # exact-search steps per node demand before the heuristic answers
+
+Counts = tuple[int, ...]
+
+
+class _OutOfSteps(Exception):
+    pass
+
+
+class _Cover:
+    """The fewest valid GPU layouts holding a demand vector (profiles in `names` order)."""
+
+    def __init__(self, model: MigModel, names: tuple[str, ...], gpus: int, budget: int):
+        self.model = model
+        self.names = names
+        self.gpus = gpus
+        self.budget = budget
+        order = tuple(sorted(names))  # maximal_layouts counts in sorted-name order
+        self.rows = tuple(tuple(row[order.index(n)] for n in names) for row in model.maximal_layouts(names))
+        profiles = [model.profile(n) for n in names]
+        self.compute = tuple(p.compute for p in profiles)  # type: ignore[union-attr]
+        self.memory = tuple(p.memory for p in profiles)  # type: ignore[union-attr]
+        self.weight = tuple(c / model.compute_slices + m / model.memory_slices
+                            for c, m in zip(self.compute, self.memory))
+        self.by_profile = tuple(
+            tuple(sorted((r for r in self.rows if r[i]), key=lambda r: (-r[i], -sum(r), r)))
+            for i in range(len(names)))
+        self.failed: dict[Counts, int] = {}  # demand -> most layouts proven too few
+        self.answers: dict[Counts, tuple[tuple[Counts, ...] | None, bool]] = {}
+        self.steps = 0
+        self.ran_out = False  # whether any answer came from the heuristic
+
+    def fewest(self, need: Counts) -> tuple[tuple[Counts, ...] | None, bool]:
+        """(layouts holding `need` in at most `gpus` GPUs, or None; whether that is proven)."""
+        if need not in self.answers:
+            self.answers[need] = self._fewest(need)
+        return self.answers[need]
+
+    def _fewest(self, need: Counts) -> tuple[tuple[Counts, ...] | None, bool]:
+        least = max(1, max(mig_bounds(self.model, dict(zip(self.names, need))).values()))
+        if least > self.gpus:
+            return None, True
+        self.steps = 0
+        try:
+            for k in range(least, self.gpus + 1):
+                found = self._solve(need, k)
+                if found is not None:
+                    return tuple(found), True
+            return None, True
+        except _OutOfSteps:
+            self.ran_out = True
+            found = self._heuristic(need)
+            return (tuple(found) if found is not None and len(found) <= self.gpus else None), False
+
+    def _slices_fit(self, left: Counts, k: int) -> bool:
+        return (sum(c * n for c, n in zip(self.compute, left)) <= self.model.compute_slices * k
+                and sum(m * n for m, n in zip(self.memory, left)) <= self.model.memory_slices * k)
+
+    def _solve(self, left: Counts, k: int) -> list[Counts] | None:
+        if not any(left):
+            return []
+        if k == 0 or self.failed.get(left, -1) >= k or not self._slices_fit(left, k):
+            return None
+        self.steps += 1
+        if self.steps > self.budget:
+            raise _OutOfSteps
+        # The largest profile still needed must sit on some GPU: branch on layouts holding it, the
+        # ones holding most of it first (plans read better with few distinct layouts).
+        first = next(i for i, n in enumerate(left) if n)
+        seen: set[Counts] = set()
+        for row in self.by_profile[first]:
+            rest = tuple(max(0, n - c) for n, c in zip(left, row))
+            if rest in seen:
+                continue
+            seen.add(rest)
+            found = self._solve(rest, k - 1)
+            if found is not None:
+                return [tuple(min(c, n) for c, n in zip(row, left))] + found
+        self.failed[left] = max(self.failed.get(left, -1), k)
+        return None
+
+    def _heuristic(self, need: Counts) -> list[Counts] | None:
+        options = [g for g in (self._greedy(need), self._first_fit(need)) if g is not None]
+        return min(options, key=len, default=None)
+
+    def _greedy(self, need: Counts) -> list[Counts]:
+        """Repeatedly the layout covering the most remaining slices (ties: fewer idle slices)."""
+        left, out = list(need), []
+        while any(left):
+            row = max(self.rows, key=lambda r: (sum(min(c, n) * w for c, n, w in zip(r, left, self.weight)),
+                                                -sum(c * w for c, w in zip(r, self.weight)), r))
+            used = tuple(min(c, n) for c, n in zip(row, left))
+            out.append(used)
+            left = [n - u for n, u in zip(left, used)]
+        return out
+
+    def _first_fit(self, need: Counts) -> list[Counts]:
+        """Instances largest first, each on the first GPU where NVIDIA's placement still works."""
+        gpus: list[list[int]] = []
+        for i in sorted(range(len(need)), key=lambda i: -self.weight[i]):
+            for _ in range(need[i]):
+                for layout in gpus:
+                    layout[i] += 1
+                    if self.model.place(dict(zip(self.names, layout))) is not None:
+                        break
+                    layout[i] -= 1
+                else:
+                    gpus.append([int(j == i) for j in range(len(need))])
+        return [tuple(g) for g in gpus]
+
+
+def _top_sum(asks: list[tuple[float, int]], k: int) -> float:
+    """Sum of the k largest values of a (value, count) list sorted by value, largest first."""
+    total = 0.0
+    for value, count in asks:
+        take = min(k, count)
+        total += take * value
+        k -= take
+        if not k:
+            break
+    return total
+
+
+def fewest_gpus(model: MigModel, demand: dict[str, int], gpus: int,
+                budget: int = STEP_BUDGET) -> tuple[tuple[Layout, ...] | None, bool]:
+    """The fewest valid GPU layouts (at most `gpus`) holding `demand`, any mix; whether proven."""
+    names = tuple(sorted(demand, key=lambda n: (-model.profile(n).memory, -model.profile(n).compute, n)))  # type: ignore[union-attr]
+    layouts, exact = _Cover(model, names, gpus, budget).fewest(tuple(demand[n] for n in names))
+    if layouts is None:
+        return None, exact
+    return tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts), exact
+
+
+def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: int = STEP_BUDGET) -> Packing:
+    """The fewest identical nodes whose per-GPU MIG layouts hold every replica (module docstring)."""
+    demand: dict[str, int] = {}
+    cpu: dict[str, list[tuple[float, int]]] = {}
+    memory: dict[str, list[tuple[float, int]]] = {}
+    for item in items:
+        assert item.profile is not None
+        demand[item.profile] = demand.get(item.profile, 0) + item.count
+        cpu.setdefault(item.profile, []).append((item.cpu, item.count))
+        memory.setdefault(item.profile, []).append((item.memory_gib, item.count))
+    for asks in (*cpu.values(), *memory.values()):
+        asks.sort(reverse=True)
+    # Largest profiles first: the exact search branches on the most constrained instance.
+    names = tuple(sorted(demand, key=lambda n: (-model.profile(n).memory, -model.profile(n).compute, n)))  # type: ignore[union-attr]
+    bounds = mig_bounds(model, demand)
+    lower = max(bounds.values())
+    nodes_lower = max(1, nodes_bound(lower, node.gpus, sum(i.cpu * i.count for i in items),
+                                     sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
+    bounds["one_gpu_per_node"] = nodes_lower  # a node in use partitions at least one GPU
+    lower = max(lower, nodes_lower)
+    cover = _Cover(model, names, node.gpus, budget)
+    index = {n: i for i, n in enumerate(names)}
+    for item in items:
+        if item.cpu > node.cpu + 1e-9 or item.memory_gib > node.memory_gib + 1e-9:
+            raise DoesNotFit(f"a replica of {item.workload!r} does not fit on an empty node")
+
+    def per_node(nodes: int) -> Counts:
+        return tuple(math.ceil(demand[n] / nodes) for n in names)
+
+    def attempt(nodes: int) -> tuple[tuple[Counts, ...] | None, bool]:
+        need = per_node(nodes)
+        layouts, exact = cover.fewest(need)
+        if layouts is None:
+            return None, exact
+        # CPU and memory: enough when even the hungriest replicas of every profile fit one node;
+        # otherwise an assignment of replicas to nodes must exist (found by first-fit decreasing).
+        if (sum(_top_sum(cpu[n], k) for n, k in zip(names, need)) <= node.cpu + 1e-9
+                and sum(_top_sum(memory[n], k) for n, k in zip(names, need)) <= node.memory_gib + 1e-9):
+            return layouts, exact
+        if _assignable(items, index, need, nodes, node):
+            return layouts, exact
+        return None, False
+
+    one_each, settled = cover.fewest(tuple(1 for _ in names))
+    if one_each is None:
+        raise DoesNotFit(_no_uniform_fit(model, names, node, settled))
+    # With one node per replica every replica fits alone, so the largest N always works.
+    low, high = min(nodes_lower, sum(demand.values())), sum(demand.values())
+    layouts, exact = attempt(high)
+    while low < high:
+        middle = (low + high) // 2
+        found, found_exact = attempt(middle)
+        if found is not None:
+            high, layouts, exact = middle, found, found_exact
+        else:
+            low = middle + 1
+    nodes = high
+    # Proven: fewest GPUs per node at N, and N nodes are needed (the bound, or N - 1 proven too few).
+    proven = exact and (nodes <= nodes_lower or attempt(nodes - 1) == (None, True))
+    assert layouts is not None, "one replica per node always fits"
+    per_gpu = tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts)
+    per_gpu = tuple(sorted(per_gpu, key=lambda layout: (-sum(c for _, c in layout), layout)))
+    for layout in per_gpu:
+        model.require_valid(dict(layout))
+    per_gpu += ((),) * (node.gpus - len(per_gpu))
+    if proven:
+        method = "exact search"
+    elif cover.ran_out:
+        method = "heuristic (step budget reached)"
+    else:
+        method = "exact layouts; CPU and memory fit by first-fit decreasing"
+    return Packing(nodes, nodes * len(layouts), lower, _node_hours(items, names, per_node(nodes), nodes),
+                   per_gpu, nodes_lower, tuple(sorted(bounds.items())), method, proven)
+
+
+def _assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int, node: NodeShape) -> bool:
+    """Whether first-fit decreasing (by CPU, then memory) assigns every replica to `nodes` nodes that
+    each offer `need` MIG instances, CPU and memory. Identical nodes are kept in bulk groups."""
+    groups: list[tuple[int, Counts, float, float]] = [(nodes, need, node.cpu, node.memory_gib)]
+    for item in sorted(items, key=lambda i: (-i.cpu, -i.memory_gib, i.workload)):
+        p, left, i = index[item.profile], item.count, 0  # type: ignore[index]
+        while left and i < len(groups):
+            copies, free, cpu, memory = groups[i]
+            k = free[p]
+            if item.cpu > 0:
+                k = min(k, int((cpu + 1e-9) // item.cpu))
+            if item.memory_gib > 0:
+                k = min(k, int((memory + 1e-9) // item.memory_gib))
+            if k > 0:
+                def taken(per: int) -> tuple[Counts, float, float]:
+                    return (tuple(f - per if j == p else f for j, f in enumerate(free)),
+                            cpu - per * item.cpu, memory - per * item.memory_gib)
+                whole, rest = divmod(left, k)
+                if whole >= copies:
+                    groups[i] = (copies, *taken(k))
+                    left -= k * copies
+                else:
+                    parts = [(whole, *taken(k))] if whole else []
+                    parts += [(1, *taken(rest))] if rest else []
+                    untouched = copies - whole - (1 if rest else 0)
+                    parts += [(untouched, free, cpu, memory)] if untouched else []
+                    groups[i:i + 1] = parts
+                    i += len(parts) - 1
+                    left = 0
+            i += 1
+        if left:
+            return False
+    return True
+
+
+def nodes_holding(layouts: Sequence[Layout], demand: dict[str, int]) -> int:
+    """Nodes with these per-GPU layouts needed to hold `demand` instances of each profile."""
+    per_node: dict[str, int] = {}
+    for layout in layouts:
+        for profile, count in layout:
+            per_node[profile] = per_node.get(profile, 0) + count
+    return max((math.ceil(n / per_node[p]) for p, n in demand.items() if n), default=0)
+
+
+def nodes_for(items: Sequence[Item], layouts: Sequence[Layout], node: NodeShape, most: int) -> int:
+    """Nodes carrying `layouts` that hold `items` in MIG instances, CPU and memory (at most `most`,
+    a count known to hold them): for a floor that runs on the nodes of a pool packed for its peak."""
+    demand: dict[str, int] = {}
+    for item in items:
+        demand[item.profile] = demand.get(item.profile, 0) + item.count  # type: ignore[index]
+    per_node: dict[str, int] = {}
+    for layout in layouts:
+        for profile, count in layout:
+            per_node[profile] = per_node.get(profile, 0) + count
+    names = tuple(sorted(per_node))
+    need = tuple(per_node[n] for n in names)
+    index = {n: i for i, n in enumerate(names)}
+    nodes = max(nodes_holding(layouts, demand),
+                nodes_bound(0, node.gpus, sum(i.cpu * i.count for i in items),
+                            sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
+    while nodes < most and not _assignable(items, index, need, nodes, node):
+        nodes += 1
+    return min(nodes, most)
+
+
+def _node_hours(items: Sequence[Item], names: tuple[str, ...], capacity: Counts, nodes: int) -> float:
+    # Replicas fill nodes in order of their monthly hours, so short-lived ones share the last nodes.
+    longest = [0.0] * nodes
+    for name, cap in zip(names, capacity):
+        slot = 0
+        for item in sorted((it for it in items if it.profile == name), key=lambda it: -it.hours):
+            for _ in range(item.count):
+                k = slot // cap
+                longest[k] = max(longest[k], item.hours)
+                slot += 1
+    return sum(longest)
+
+
+def _no_uniform_fit(model: MigModel, names: tuple[str, ...], node: NodeShape, exact: bool) -> str:
+    profiles = ", ".join(sorted(names))
+    why = "" if exact else " (by a bounded search)"
+    return (f"one instance of each MIG profile this pool holds ({profiles}) does not fit the GPUs of one "
+            f"{node.gpus}-GPU node together{why}, and every node of a pool carries the same {model.name} "
+            "layout: ask for fewer distinct profiles for these workloads, or give some of them another "
+            "sharing mode or GPU model")
