@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from gpustack.catalog.mig import MigModel
 from gpustack.plan.bounds import mig_bounds, nodes_bound
-from gpustack.plan.packing import DoesNotFit, Item, Layout, NodeShape, Packing
+from gpustack.plan.packing import DoesNotFit, Item, Layout, NodeShape, Packing, coalesce
 
 STEP_BUDGET = 20_000  # exact-search steps per node demand before the heuristic answers
 
@@ -161,6 +161,7 @@ def fewest_gpus(model: MigModel, demand: dict[str, int], gpus: int,
 
 def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: int = STEP_BUDGET) -> Packing:
     """The fewest identical nodes whose per-GPU MIG layouts hold every replica (module docstring)."""
+    items = coalesce(items)
     demand: dict[str, int] = {}
     cpu: dict[str, list[tuple[float, int]]] = {}
     memory: dict[str, list[tuple[float, int]]] = {}

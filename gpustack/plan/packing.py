@@ -152,8 +152,20 @@ def share_bounds(items: Sequence[Item], node: NodeShape) -> tuple[dict[str, int]
     return {"shares": shares, "one_gpu_per_node": nodes}, nodes
 
 
+def coalesce(items: Sequence[Item]) -> list[Item]:
+    """Replicas of the same shape as one item, whatever their workload: packing sees only shapes,
+    and a pool of thousands of workloads has few distinct shapes (this keeps packing linear)."""
+    merged: dict[tuple, Item] = {}
+    for item in sorted(items, key=lambda i: i.workload):
+        key = (item.units, item.cpu, item.memory_gib, item.hours, item.profile)
+        known = merged.get(key)
+        merged[key] = item if known is None else dataclasses.replace(known, count=known.count + item.count)
+    return list(merged.values())
+
+
 def pack_shares(items: Sequence[Item], node: NodeShape) -> Packing:
     """Whole-GPU or time-sliced replicas onto identical nodes (see the module docstring)."""
+    items = coalesce(items)
     capacity = node.gpus * node.shares_per_gpu
     for item in items:
         if _fits(capacity, node.cpu, node.memory_gib, item) == 0:
