@@ -60,10 +60,10 @@ def capacity_parts(workload: Workload) -> tuple[list[Part], list[str]]:
                 return [Part(override, "burst", high, low, f"capacity: {override} in the spec")], warnings
             parts = []
             if low:
-                parts.append(Part("reserved", "floor", low, low, f"steady floor of {low} replicas on reserved capacity"))
+                parts.append(Part("reserved", "floor", low, low, "the steady floor (replicas.min) on reserved capacity"))
             if high > low:
                 parts.append(Part("on-demand", "burst", high - low, 0,
-                                  f"burst of up to {high - low} replicas on on-demand, scaled in when idle"))
+                                  "the burst above the floor on on-demand, scaled in when idle"))
             return parts, warnings
         case "notebook":
             capacity = override or "on-demand"

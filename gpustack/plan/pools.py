@@ -262,10 +262,12 @@ def _taints(key: PoolKey, cloud: Cloud) -> tuple[Taint, ...]:
 
 def _reason(key: PoolKey, demands: list[Demand], row: InstanceType, sharing: Sharing) -> str:
     whys = sorted({d.part.why for d in demands})
+    replicas = ", ".join(f"{d.workload.name} x{d.part.replicas}" for d in sorted(demands, key=lambda d: d.workload.name))
     how = {
         "none": "whole GPUs",
         "time-slicing": f"time-sliced, {sharing.replicas} clients per GPU",
         "mps": f"MPS, {sharing.replicas} clients per GPU",
         "mig": "MIG partitions packed by NVIDIA's placement rules",
     }[sharing.mode]
-    return f"{'; '.join(whys)}; {how}; {row.name} is the cheapest {row.gpu} node per replica"
+    return (f"{'; '.join(whys)} ({replicas}); {how}; {row.name} carries these replicas for the least money "
+            f"among the {row.gpu} nodes")
