@@ -234,3 +234,25 @@ def test_package_option_pins_a_build_that_is_not_on_an_index(tmp_path):
         "gpustack[gcp] @ git+https://git.example.com/platform/gpustack@v0.1.0")
     assert (tmp_path / "p" / "policies" / "requirements.txt").read_text().splitlines()[-1] == (
         "gpustack[policy] @ git+https://git.example.com/platform/gpustack@v0.1.0")
+
+
+def test_an_interrupted_forced_run_leaves_the_previous_project_intact(tmp_path, monkeypatch):
+    directory = tmp_path / "project"
+    assert main(["new", str(directory), "--cloud", "aws"]) == 0
+    before = {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
+    (directory / "stacks" / "gpustack.yaml").write_text("# edited by the team\n")
+    before[Path("stacks/gpustack.yaml")] = b"# edited by the team\n"
+    written = []
+    real_write = Path.write_text
+
+    def failing_write(self, *args, **kwargs):
+        if len(written) == 5:
+            raise KeyboardInterrupt
+        written.append(self)
+        return real_write(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", failing_write)
+    assert main(["new", str(directory), "--cloud", "gcp", "--force"]) == 130
+    after = {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
+    assert after == before
+    assert [p.name for p in tmp_path.iterdir()] == ["project"]
