@@ -189,3 +189,20 @@ def test_an_invalid_or_shared_aks_pool_name_is_a_problem_of_validate(tmp_path, m
     err = capsys.readouterr().err
     assert "AKS agent pool name 'gpu-pool' does not match ^[a-z][a-z0-9]{0,11}$" in err
     assert "would share the AKS name 'gpu-pool'" in err
+
+
+def test_version_aliases_of_azure_native_are_dropped_but_others_kept():
+    # Resolving ~90 type aliases per resource made 100 pools take ~10 s; gpustack never used the
+    # versioned types, so only those aliases go.
+    import pulumi
+
+    from gpustack.backends.azure import _without_version_aliases
+
+    aliases = [pulumi.Alias(type_="azure-native:containerservice/v20190201:AgentPool"),
+               pulumi.Alias(type_="azure-native:containerservice/v20240302preview:AgentPool"),
+               pulumi.Alias(name="old-name"), "urn:pulumi:s::p::t::n"]
+    args = pulumi.ResourceTransformationArgs(resource=None, type_="azure-native:containerservice:AgentPool",
+                                             name="p", props={}, opts=pulumi.ResourceOptions(aliases=aliases))
+    result = _without_version_aliases(args)
+    assert result is not None and result.opts.aliases == aliases[2:]
+    assert args.opts.aliases == aliases  # the caller's options are not modified

@@ -7,7 +7,9 @@ adding a workload or reordering the spec never renames an existing resource.
 
 from __future__ import annotations
 
+import copy
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +28,26 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
     return {pool.name: GpuNodePool("azure", pool, build) for pool in target.pools}
 
 
+# azure-native gives every resource an alias for each past API version of its type (about 90 for
+# AgentPool), so that stacks created with versioned types can move without a replacement. gpustack
+# only ever declares the unversioned types, so those aliases can never match; resolving them costs
+# about 0.1 s and 2 MiB per resource (docs/performance.md), so they are dropped before registration.
+_VERSIONED_TYPE = re.compile(r"^azure-native:[A-Za-z]+/v\d{8}(preview)?:")
+
+
+def _without_version_aliases(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
+    aliases = args.opts.aliases or []
+    kept = [a for a in aliases
+            if not (isinstance(a, pulumi.Alias) and isinstance(a.type_, str) and _VERSIONED_TYPE.match(a.type_))]
+    if len(kept) == len(aliases):
+        return None
+    opts = copy.copy(args.opts)
+    opts.aliases = kept
+    return pulumi.ResourceTransformationResult(args.props, opts)
+
+
 def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
+    opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[_without_version_aliases]))
     enums = facts.agent_pool_enums(pool)
     args: dict[str, Any] = dict(
         resource_group_name=resource_group,
