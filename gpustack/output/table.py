@@ -24,8 +24,10 @@ def sharing(pool: Pool) -> str:
 
 
 def schedule(pool: Pool) -> str:
+    if pool.role == "fallback":
+        return "when spot is short"
     if pool.schedule is None:
-        return "always" if pool.hours_per_month >= 730 or pool.role == "fallback" else f"{pool.hours_per_month:.0f} h/month"
+        return "always" if pool.hours_per_month >= 730 else f"{pool.hours_per_month:.0f} h/month"
     w = pool.schedule
     return f"{w.days} {w.hours} {w.timezone}"
 
