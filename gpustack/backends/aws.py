@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from gpustack.backends.base import GpuNodePool, attribution
+from gpustack.backends.base import GpuNodePool
 from gpustack.clouds import CLOUDS
 from gpustack.clouds import aws as eks
 from gpustack.plan.model import Plan, Pool, TargetPlan
@@ -68,7 +68,7 @@ def _node_role(target: TargetPlan, plan: Plan, arn: object) -> tuple[pulumi.Inpu
 
 def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn: pulumi.Input[str],
                 role_ready: list[pulumi.Resource], opts: pulumi.ResourceOptions) -> dict[str, Any]:
-    tags = attribution(pool)
+    tags = pool.attribution
     outputs: dict[str, Any] = {}
     launch_template = None
     if pool.reserved_nodes:

@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import compute, containerservice
 
-from gpustack.backends.base import GpuNodePool, attribution
+from gpustack.backends.base import GpuNodePool
 from gpustack.clouds import azure as facts
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
@@ -64,7 +64,7 @@ def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulum
         count=pool.min_nodes,
         node_labels=dict(pool.labels),
         node_taints=[f"{t.key}={t.value}:{t.effect}" for t in pool.taints],
-        tags=attribution(pool),
+        tags=pool.attribution,
         scale_set_priority=enums["scale_set_priority"],
         gpu_profile=containerservice.GPUProfileArgs(driver=enums["gpu_driver"]),
     )
@@ -89,7 +89,7 @@ def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulum
 def _reservation(target: TargetPlan, resource_group: str, pool: Pool, opts: pulumi.ResourceOptions
                  ) -> tuple[compute.CapacityReservationGroup, compute.CapacityReservation]:
     """A regional capacity reservation group holding the pool's floor: `reserved_nodes` VMs of its size."""
-    tags = attribution(pool)
+    tags = pool.attribution
     group = compute.CapacityReservationGroup(
         f"{pool.name}-crg", resource_group_name=resource_group, location=target.region, tags=tags, opts=opts)
     reservation = compute.CapacityReservation(

@@ -35,8 +35,3 @@ class GpuNodePool(pulumi.ComponentResource):
         )
         self.outputs = outputs
         self.register_outputs(outputs)
-
-
-def attribution(pool: Pool) -> dict[str, str]:
-    """The pool's labels without gpustack's and NVIDIA's own keys: what becomes cloud tags."""
-    return {k: v for k, v in pool.labels if not k.startswith(("gpustack.dev/", "nvidia.com/"))}

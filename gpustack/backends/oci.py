@@ -18,7 +18,7 @@ from typing import Any
 import pulumi
 import pulumi_oci as oci
 
-from gpustack.backends.base import GpuNodePool, attribution
+from gpustack.backends.base import GpuNodePool
 from gpustack.clouds import oci as facts
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
@@ -67,7 +67,7 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
 
 
 def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
-    tags = attribution(pool)
+    tags = pool.attribution
     outputs: dict[str, Any] = {}
     if pool.reserved_nodes:
         # The floor lives in one availability domain: a reservation holds one shape in one domain.

@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Protocol
 
+from gpustack.plan.model import Taint  # the view and the plan share one taint type
+
 SPOT, ON_DEMAND, RESERVED = "spot", "on-demand", "reserved"
 GPU_TAINT_KEY = "nvidia.com/gpu"
 KIND_LABEL = "gpustack.dev/kind"
@@ -48,13 +50,6 @@ class Spelling(Protocol):
     def max_nodes(self, view: PoolView) -> str: ...
 
     def field(self, view: PoolView, plan_field: str) -> str: ...
-
-
-@dataclasses.dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str  # Kubernetes spelling: NoSchedule | PreferNoSchedule | NoExecute
 
 
 @dataclasses.dataclass(frozen=True)

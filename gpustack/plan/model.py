@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 Pairs = tuple[tuple[str, str], ...]
+# Label keys gpustack and NVIDIA's tools own; every other label of a pool is an attribution label.
+OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +110,11 @@ class Pool:
     gpus: PoolGpus
     reason: str
     notes: tuple[str, ...] = ()
+
+    @property
+    def attribution(self) -> dict[str, str]:
+        """The labels people set (team, cost-center, model, ...): what becomes cloud tags and alert labels."""
+        return {k: v for k, v in self.labels if not k.startswith(OWN_LABEL_PREFIXES)}
 
 
 @dataclasses.dataclass(frozen=True)

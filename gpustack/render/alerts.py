@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpustack.plan.model import Plan, Pool, TargetPlan
-from gpustack.render.common import POOL_LABEL, attribution, metadata, object_labels, prometheus_label
+from gpustack.render.common import POOL_LABEL, metadata, object_labels, prometheus_label
 
 RULE_NAME = "gpustack-idle-gpus"
 IDLE_PERCENT = 10
@@ -44,7 +44,7 @@ def idle_expr(pool: Pool) -> str:
 
 
 def rule(pool: Pool) -> dict[str, Any]:
-    owner = attribution(pool)
+    owner = pool.attribution
     labels = {"severity": "warning", "gpustack_pool": pool.name, "gpustack_kind": pool.kind}
     for key, value in sorted(owner.items()):
         labels.setdefault(prometheus_label(key), value)

@@ -14,22 +14,16 @@ POOL_LABEL = "gpustack.dev/pool"
 # The label users put on their Deployments and StatefulSets (pod templates need not carry it): the
 # spec's workload name. The auto-stop jobs scale exactly the objects that carry it.
 WORKLOAD_LABEL = "gpustack.dev/workload"
-_OWN_PREFIXES = ("gpustack.dev/", "nvidia.com/")
 
 
 def object_labels(plan: Plan, target: TargetPlan, pool: Pool | None = None) -> dict[str, str]:
     """gpustack's labels plus the attribution labels (the pool's when the object belongs to one)."""
-    labels = dict(plan.labels) if pool is None else attribution(pool)
+    labels = dict(plan.labels) if pool is None else pool.attribution
     labels[PART_OF[0]] = PART_OF[1]
     labels[TARGET_LABEL] = target.name
     if pool is not None:
         labels[POOL_LABEL] = pool.name
     return dict(sorted(labels.items()))
-
-
-def attribution(pool: Pool) -> dict[str, str]:
-    """The pool's labels without gpustack's and NVIDIA's own keys: team, cost-center, model, ..."""
-    return {k: v for k, v in pool.labels if not k.startswith(_OWN_PREFIXES)}
 
 
 def metadata(name: str, labels: dict[str, str], namespace: str | None = None) -> dict[str, Any]:
