@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from gpustack.plan.model import Taint  # the view and the plan share one taint type
+from gpustack.plan.pools import CHECKPOINTING_LABEL, GPU_TAINT, KIND_LABEL, POOL_LABEL
+
+__all__ = ["CHECKPOINTING_LABEL", "KIND_LABEL", "POOL_LABEL", "Taint"]
 
 SPOT, ON_DEMAND, RESERVED = "spot", "on-demand", "reserved"
-GPU_TAINT_KEY = "nvidia.com/gpu"
-KIND_LABEL = "gpustack.dev/kind"
-POOL_LABEL = "gpustack.dev/pool"
-CHECKPOINTING_LABEL = "gpustack.dev/checkpointing"
+GPU_TAINT_KEY = GPU_TAINT.key
 
 
 class _Unknown:
