@@ -187,7 +187,7 @@ def test_an_invalid_or_shared_aks_pool_name_is_a_problem_of_validate(tmp_path, m
     monkeypatch.setattr(aks.AKS, "pool_name", lambda self, name, compact="": "gpu-pool")
     assert main(["validate", spec]) == 2
     err = capsys.readouterr().err
-    assert "AKS agent pool name 'gpu-pool' does not match ^[a-z][a-z0-9]{0,11}$" in err
+    assert "AKS pool name 'gpu-pool' does not match ^[a-z][a-z0-9]{0,11}$" in err
     assert "would share the AKS name 'gpu-pool'" in err
 
 

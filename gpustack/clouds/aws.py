@@ -133,10 +133,7 @@ class EKS(Cloud):
     }
 
     def check_pool(self, pool: "Pool") -> list[str]:
-        problems = enum_problems(self.display_name, pool_enums(pool))
-        if not self.pool_names.fits(pool.cloud_name):
-            problems.append(f"node group name {pool.cloud_name!r} is not a valid EKS name: at most "
-                            f"{self.pool_names.max_len} letters, digits, '-' and '_', starting with a letter or digit")
+        problems = super().check_pool(pool) + enum_problems(self.display_name, pool_enums(pool))
         if len(pool.taints) > MAX_TAINTS:
             problems.append(f"{len(pool.taints)} taints; an EKS node group takes at most {MAX_TAINTS}")
         return problems

@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
-from gpustack.clouds._enums import Allowed, check_enums, check_taints
+from gpustack.clouds._enums import Allowed, check_enums
 from gpustack.clouds.base import Cloud, Feature, NameRule, Setting
 
 if TYPE_CHECKING:
@@ -120,16 +120,12 @@ class AKS(Cloud):
         return tuple(p for p in plain if _shape_of(p) != "1g" or p == smallest_one)
 
     def check_pool(self, pool: "Pool") -> list[str]:
-        problems = []
-        if not self.pool_names.fits(pool.cloud_name):
-            problems.append(f"AKS agent pool name {pool.cloud_name!r} does not match "
-                            f"^{self.pool_names.pattern}$ ({self.pool_names.source})")
+        problems = super().check_pool(pool)
         profiles = mig_profile_names(pool)
         if len(profiles) > 1:
             problems.append(f"an AKS agent pool takes one MIG profile (gpuInstanceProfile); this pool has "
                             f"{', '.join(profiles)}")
         problems.extend(check_enums(agent_pool_enums(pool), ALLOWED, "AKS"))
-        problems.extend(check_taints(pool.taints))
         for key, _ in pool.labels:
             if not key.startswith(_NOT_TAGS) and any(c in TAG_NAME_FORBIDDEN for c in key):
                 problems.append(f"label {key!r} becomes an Azure tag, and tag names cannot contain any of "

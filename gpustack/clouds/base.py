@@ -120,10 +120,15 @@ class Cloud:
         return None
 
     def check_pool(self, pool: "Pool") -> list[str]:
-        """Problems with a planned pool on this cloud (unknown enum values, names): checked before
-        anything is rendered, because the provider SDKs do not check enum strings."""
-        del pool
-        return []
+        """Problems with a planned pool on this cloud, checked before anything is rendered because the
+        provider SDKs do not check enum strings. Clouds extend this with their enums; the base checks
+        what every cloud has: the pool's name against the cloud's rule, and its taints."""
+        from gpustack.clouds._enums import check_taints
+
+        problems = [] if self.pool_names.fits(pool.cloud_name) else [
+            f"{self.display_name} pool name {pool.cloud_name!r} does not match ^{self.pool_names.pattern}$ "
+            f"({self.pool_names.source})"]
+        return problems + check_taints(pool.taints)
 
     def pool_name(self, plan_pool_name: str, compact: str = "") -> str:
         """This cloud's name for a plan pool: the plan name when valid here, else shortened stably."""

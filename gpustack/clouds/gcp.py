@@ -232,10 +232,7 @@ class GKE(Cloud):
     }
 
     def check_pool(self, pool: "Pool") -> list[str]:
-        problems = enum_problems(self.display_name, pool_enums(pool))
-        if not self.pool_names.fits(pool.cloud_name):
-            problems.append(f"node pool name {pool.cloud_name!r} is not a valid GKE name: at most "
-                            f"{self.pool_names.max_len} lowercase letters, digits and '-', starting with a letter")
+        problems = super().check_pool(pool) + enum_problems(self.display_name, pool_enums(pool))
         replicas = pool.sharing.replicas
         if pool.sharing.mode in _SHARING_STRATEGY and not (
                 replicas and MIN_SHARED_CLIENTS_PER_GPU <= replicas <= (self.max_shared_clients_per_gpu or 0)):

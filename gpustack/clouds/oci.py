@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
-from gpustack.clouds._enums import Allowed, check_enums, check_taints
+from gpustack.clouds._enums import Allowed, check_enums
 from gpustack.clouds.base import Cloud, Feature, NameRule, Setting
 
 if TYPE_CHECKING:
@@ -93,13 +93,8 @@ class OKE(Cloud):
     }
 
     def check_pool(self, pool: "Pool") -> list[str]:
-        problems = []
-        if not self.pool_names.fits(pool.cloud_name):
-            problems.append(f"OKE node pool name {pool.cloud_name!r} does not match ^{self.pool_names.pattern}$ "
-                            f"({self.pool_names.source})")
+        problems = super().check_pool(pool)
         if pool.capacity == "spot" and (reason := self.spot_available(pool.instance_type)):
             problems.append(f"a preemptible pool cannot use {pool.instance_type}: {reason}")
         problems.extend(check_enums(node_pool_enums(pool), ALLOWED, "OKE"))
-        # OKE node pools have no taint field: taints are registered by the kubelet (cloud-init).
-        problems.extend(check_taints(pool.taints))
         return problems
