@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from gpustack.guardrails.view import GPU_TAINT_KEY, ON_DEMAND, SPOT, Finding, PoolView
+from gpustack.spec.model import HOURS_PER_MONTH
 
-HOURS_PER_MONTH = 730.0
 MANDATORY, ADVISORY, DISABLED = "mandatory", "advisory", "disabled"
 DEFAULT_LABELS = ("team", "environment")
 _KEEPS_PODS_OFF = ("NoSchedule", "NoExecute")

@@ -18,9 +18,8 @@ from gpustack.catalog import Catalog, InstanceType
 from gpustack.clouds import Cloud
 from gpustack.plan.model import Cost, GpuCounts, Pool, Step, TargetPlan, Warning, WorkloadCost, money
 from gpustack.plan.prices import PriceBook
-from gpustack.spec.model import Target, Workload
+from gpustack.spec.model import HOURS_PER_MONTH, Target, Workload
 
-HOURS_PER_MONTH = 730.0
 
 
 def baseline_gpus(workload: Workload) -> int:

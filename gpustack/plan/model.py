@@ -10,6 +10,8 @@ import dataclasses
 import json
 from typing import Any
 
+from gpustack.spec.model import HOURS_PER_MONTH
+
 Pairs = tuple[tuple[str, str], ...]
 # Label keys gpustack and NVIDIA's tools own; every other label of a pool is an attribution label.
 OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/")
@@ -66,7 +68,7 @@ class Placement:
     profile: str | None = None  # MIG profile
     cpu: float | None = None
     memory_gib: float | None = None
-    hours_per_month: float = 730.0
+    hours_per_month: float = HOURS_PER_MONTH
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,10 +20,9 @@ from gpustack.plan.choices import Part, capacity_parts, choose_instance
 from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
 from gpustack.plan.pools import Demand, PoolKey, build_pool
 from gpustack.plan.prices import PriceBook
-from gpustack.spec.model import Spec, Target, Workload
+from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target, Workload
 from gpustack.spec.yamlsource import path_str
 
-HOURS_PER_MONTH = 730.0
 # Plan pool names double as label values (gpustack.dev/pool) and NVIDIA config names: DNS labels.
 _PLAN_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-", "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/")
 

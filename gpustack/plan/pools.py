@@ -18,7 +18,7 @@ from gpustack.plan.nodes import allocatable
 from gpustack.plan.mig_packing import nodes_for, pack_mig
 from gpustack.plan.packing import DoesNotFit, Item, NodeShape, Packing, pack_shares
 from gpustack.plan.prices import PriceBook
-from gpustack.spec.model import JOB_KINDS, Spec, Workload
+from gpustack.spec.model import HOURS_PER_MONTH, JOB_KINDS, Spec, Workload
 
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 KIND_LABEL = "gpustack.dev/kind"
@@ -83,7 +83,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     nodes = peak.nodes
     reserved = key.capacity == "reserved"
     price = prices.for_capacity(row, key.capacity)
-    node_hours = 0.0 if key.fallback else (nodes * 730.0 if reserved else peak.node_hours)
+    node_hours = 0.0 if key.fallback else (nodes * HOURS_PER_MONTH if reserved else peak.node_hours)
     workloads = tuple(sorted({d.workload.name for d in demands}))
     sharing = _sharing(key, name, ask, peak, cloud)
     if reserved or not floor_demands:

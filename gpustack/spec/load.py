@@ -16,7 +16,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.errors import Location, Problem, SpecError, did_you_mean, one_of, show
 from gpustack.spec import units
 from gpustack.spec.model import (
-    CAPACITIES, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES, InstancePrice, Pricing,
+    CAPACITIES, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES, InstancePrice, Pricing,
     Replicas, Schedule, Spec, Target, Workload,
 )
 from gpustack.spec.reader import BAD, Reader
@@ -26,7 +26,6 @@ MAX_WORKLOADS = 20_000
 MAX_TARGETS = 64
 MAX_REPLICAS = 100_000
 MAX_GPUS_PER_REPLICA = 64
-HOURS_PER_MONTH = 730.0
 SPEC_NAME_MAX = 20
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html"
 

@@ -13,6 +13,9 @@ from typing import Literal
 
 from gpustack.spec.yamlsource import Document
 
+# A month, for every monthly figure: 730 hours (8,760 hours a year / 12).
+HOURS_PER_MONTH = 730.0
+
 Kind = Literal["training", "fine-tuning", "inference", "notebook"]
 Capacity = Literal["spot", "on-demand", "reserved"]
 SharingMode = Literal["none", "time-slicing", "mps", "mig"]
