@@ -247,3 +247,13 @@ def test_a_window_crossing_midnight_counts_its_hours_once():
     [pool] = plan_of([notebook]).targets[0].pools
     assert pool.schedule.active_hours_per_week == 40  # 5 nights of 8 hours
     assert round(pool.hours_per_month, 2) == round(40 * 730 / 168, 2)
+
+
+def test_equivalent_windows_share_a_pool_whatever_their_spelling():
+    spellings = [("Mon-Fri", "08:00-24:00"), ("weekdays", "08:00-00:00"), ("Mon,Tue,Wed,Thu,Fri", "08:00-24:00")]
+    notebooks = [{"name": f"nb{i}", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 2,
+                  "schedule": {"days": days, "hours": hours, "timezone": "UTC"}}
+                 for i, (days, hours) in enumerate(spellings)]
+    [pool] = plan_of(notebooks).targets[0].pools
+    assert (pool.schedule.days, pool.schedule.hours) == ("Mon-Fri", "08:00-24:00")
+    assert pool.workloads == ("nb0", "nb1", "nb2")

@@ -155,7 +155,7 @@ class _TargetPlanner:
             sharing = "whole"
         schedule = workload.schedule
         return PoolKey(workload.kind, gpu.name, sharing, part.capacity, part.role == "fallback", instance,
-                       (schedule.days, schedule.hours, schedule.timezone) if schedule else None)
+                       (schedule.canonical_days, schedule.canonical_hours, schedule.timezone) if schedule else None)
 
     @staticmethod
     def hours(workload: Workload, part: Part) -> float:

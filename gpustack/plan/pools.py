@@ -104,7 +104,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     gpus = PoolGpus(peak.gpus_required, peak.lower_bound, nodes * row.gpus, requested, ceil_bound(requested),
                     peak.nodes_lower_bound, peak.bounds, peak.method, peak.proved_optimal)
     schedule = demands[0].workload.schedule
-    window = ScheduleWindow(schedule.days, schedule.hours, schedule.timezone, schedule.weekdays,
+    window = ScheduleWindow(schedule.canonical_days, schedule.canonical_hours, schedule.timezone, schedule.weekdays,
                             schedule.start_minute, schedule.end_minute,
                             schedule.active_hours_per_week) if schedule else None
     notes = []

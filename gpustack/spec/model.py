@@ -51,6 +51,24 @@ class Schedule:
         return len(self.weekdays) * self.minutes_per_day / 60
 
     @property
+    def canonical_days(self) -> str:
+        """The days in one spelling ('weekdays' and 'Mon-Fri' are both 'Mon-Fri'): part of a pool's identity."""
+        runs: list[list[int]] = []
+        for day in self.weekdays:
+            if runs and day == runs[-1][-1] + 1:
+                runs[-1].append(day)
+            else:
+                runs.append([day])
+        names = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+        return ",".join(f"{names[r[0]]}-{names[r[-1]]}" if len(r) > 1 else names[r[0]] for r in runs)
+
+    @property
+    def canonical_hours(self) -> str:
+        """The window in one spelling ('08:00-00:00' and '08:00-24:00' are both '08:00-24:00')."""
+        return (f"{self.start_minute // 60:02d}:{self.start_minute % 60:02d}-"
+                f"{self.end_minute // 60:02d}:{self.end_minute % 60:02d}")
+
+    @property
     def crosses_midnight(self) -> bool:
         return self.end_minute < self.start_minute
 
