@@ -257,3 +257,21 @@ def test_equivalent_windows_share_a_pool_whatever_their_spelling():
     [pool] = plan_of(notebooks).targets[0].pools
     assert (pool.schedule.days, pool.schedule.hours) == ("Mon-Fri", "08:00-24:00")
     assert pool.workloads == ("nb0", "nb1", "nb2")
+
+
+@pytest.mark.parametrize("workload, code", [
+    ({"name": "t", "kind": "training", "gpu": "T4", "capacity": "spot"}, "spot-without-checkpointing"),
+    ({"name": "t", "kind": "fine-tuning", "gpu": "T4", "capacity": "spot"}, "spot-without-checkpointing"),
+    ({"name": "t", "kind": "inference", "gpu": "T4", "capacity": "spot"}, "spot-only-inference"),
+    ({"name": "t", "kind": "notebook", "gpu": "T4", "capacity": "spot"}, "spot-notebook"),
+])
+def test_an_explicit_spot_capacity_is_honoured_and_its_risk_said(workload, code):
+    target = plan_of([workload]).targets[0]
+    assert "spot" in {p.capacity for p in target.pools}
+    assert code in [w.code for w in target.warnings]
+
+
+def test_explicit_spot_fine_tuning_keeps_its_on_demand_fallback():
+    tune = {"name": "t", "kind": "fine-tuning", "gpu": "T4", "capacity": "spot", "checkpointing": True}
+    pools = plan_of([tune]).targets[0].pools
+    assert sorted((p.capacity, p.role) for p in pools) == [("on-demand", "fallback"), ("spot", "main")]

@@ -253,3 +253,10 @@ def test_reserved_pool_on_gke_needs_a_zone():
     assert str(info.value) == (f"{at(text, '{}')}: targets[0].settings: this target plans a reserved pool; set "
                                "settings.node_locations: GKE capacity reservations are zonal: the first zone of "
                                "settings.node_locations holds the reservation")
+
+
+def test_a_reserved_pool_cannot_follow_a_schedule():
+    text = spec_text([{"name": "tune", "kind": "fine-tuning", "gpu": "A100-80GB", "capacity": "reserved",
+                       "schedule": {"days": "Mon-Fri", "hours": "08:00-18:00", "timezone": "UTC"}}])
+    assert error(text) == (f"{at(text, 'reserved')}: workloads[0].capacity: a reserved pool runs, and is billed, "
+                           "around the clock: it cannot follow a schedule; remove the schedule or the capacity")

@@ -13,7 +13,7 @@ from gpustack.clouds import Cloud
 from gpustack.plan.asks import Ask
 from gpustack.plan.nodes import allocatable
 from gpustack.plan.prices import PriceBook
-from gpustack.spec.model import Workload
+from gpustack.spec.model import JOB_KINDS, Workload
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,35 +27,44 @@ class Part:
     why: str
 
 
-def capacity_parts(workload: Workload) -> tuple[list[Part], list[str]]:
-    """The capacity split of a workload, and warnings about it (product.md "What the compiler decides")."""
-    warnings: list[str] = []
+def capacity_parts(workload: Workload) -> tuple[list[Part], list[tuple[str, str]]]:
+    """The capacity split of a workload, and (code, message) warnings about it (README "What the
+    compiler decides"). An explicit `capacity:` is honoured; the risks it takes are said aloud."""
+    warnings: list[tuple[str, str]] = []
     low, high = workload.replicas.min, workload.replicas.max
     override = workload.capacity
+    name = workload.name
+    if override == "spot" and workload.kind in JOB_KINDS and not workload.checkpointing:
+        warnings.append(("spot-without-checkpointing",
+                         f"{workload.kind} {name!r} has capacity: spot but no checkpointing: a reclaimed node "
+                         "loses the run's progress (gpustack check rejects this)"))
     match workload.kind:
         case "training":
             if override:
-                return [Part(override, "floor" if override == "reserved" else "main", high,
-                             high if override == "reserved" else 0, f"capacity: {override} in the spec")], warnings
+                return [_as_asked(override, high)], warnings
             if workload.checkpointing:
                 return [Part("spot", "main", high, 0, "checkpointed training runs on spot")], warnings
-            warnings.append(f"training {workload.name!r} has no checkpointing: kept on on-demand (set "
-                            "checkpointing: true to run it on spot)")
+            warnings.append(("no-checkpointing", f"training {name!r} has no checkpointing: kept on on-demand (set "
+                                                 "checkpointing: true to run it on spot)"))
             return [Part("on-demand", "main", high, 0, "training without checkpointing stays on on-demand")], warnings
         case "fine-tuning":
+            if override == "spot" or (override is None and workload.checkpointing):
+                why = ("capacity: spot in the spec" if override else
+                       "checkpointed fine-tuning runs on spot, scaled to zero between runs")
+                return [Part("spot", "main", high, 0, why),
+                        Part("on-demand", "fallback", high, 0, "on-demand fallback when spot capacity is short")], warnings
             if override:
-                return [Part(override, "floor" if override == "reserved" else "main", high,
-                             high if override == "reserved" else 0, f"capacity: {override} in the spec")], warnings
-            if workload.checkpointing:
-                return [Part("spot", "main", high, 0, "checkpointed fine-tuning runs on spot, scaled to zero between runs"),
-                        Part("on-demand", "fallback", high, 0,
-                             "on-demand fallback when spot capacity is short")], warnings
-            warnings.append(f"fine-tuning {workload.name!r} has no checkpointing: kept on on-demand (set "
-                            "checkpointing: true to run it on spot with an on-demand fallback)")
+                return [_as_asked(override, high)], warnings
+            warnings.append(("no-checkpointing", f"fine-tuning {name!r} has no checkpointing: kept on on-demand (set "
+                                                 "checkpointing: true to run it on spot with an on-demand fallback)"))
             return [Part("on-demand", "main", high, 0, "fine-tuning without checkpointing stays on on-demand")], warnings
         case "inference":
             if override == "reserved":
                 return [Part("reserved", "floor", high, high, "capacity: reserved in the spec")], warnings
+            if override == "spot":
+                warnings.append(("spot-only-inference",
+                                 f"inference {name!r} has capacity: spot: a reclaim can take every replica down "
+                                 "at once (gpustack check rejects spot-only serving)"))
             if override in ("on-demand", "spot"):
                 return [Part(override, "burst", high, low, f"capacity: {override} in the spec")], warnings
             parts = []
@@ -66,11 +75,19 @@ def capacity_parts(workload: Workload) -> tuple[list[Part], list[str]]:
                                   "the burst above the floor on on-demand, scaled in when idle"))
             return parts, warnings
         case "notebook":
-            capacity = override or "on-demand"
-            why = f"capacity: {capacity} in the spec" if override else "notebooks run on on-demand"
-            return [Part(capacity, "floor" if capacity == "reserved" else "main", high,
-                         high if capacity == "reserved" else 0, why)], warnings
+            if override == "spot":
+                warnings.append(("spot-notebook", f"notebook {name!r} has capacity: spot: open sessions are lost "
+                                                  "when a node is reclaimed"))
+            if override:
+                return [_as_asked(override, high)], warnings
+            return [Part("on-demand", "main", high, 0, "notebooks run on on-demand")], warnings
     raise AssertionError(workload.kind)  # pragma: no cover
+
+
+def _as_asked(capacity: str, replicas: int) -> Part:
+    reserved = capacity == "reserved"
+    return Part(capacity, "floor" if reserved else "main", replicas, replicas if reserved else 0,
+                f"capacity: {capacity} in the spec")
 
 
 def slots_per_node(row: InstanceType, ask: Ask) -> int:

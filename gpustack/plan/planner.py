@@ -104,8 +104,8 @@ class _TargetPlanner:
         if ask.note:
             self.warn("share-rounded", f"{workload.name!r}: {ask.note}", workload.name)
         parts, warnings = capacity_parts(workload)
-        for message in warnings:
-            self.warn("no-checkpointing", message, workload.name)
+        for code, message in warnings:
+            self.warn(code, message, workload.name)
         out = []
         main_on_demand = False
         for part in parts:

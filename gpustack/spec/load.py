@@ -241,6 +241,9 @@ class _SpecReader(Reader):
             self.problem(field["requests_per_hour"], f"requests_per_hour is for inference, not {kind}")
         labels = self.labels(field["labels"], value.get("labels", {}))
         capacity = self.choice(field["capacity"], value["capacity"], CAPACITIES) if "capacity" in value else None
+        if capacity == "reserved" and schedule:
+            self.problem(field["capacity"], "a reserved pool runs, and is billed, around the clock: it cannot follow a "
+                                            "schedule; remove the schedule or the capacity")
         sharing = self.choice(field["sharing"], value["sharing"], SHARING_MODES) if "sharing" in value else None
         if sharing and kind and gpu:
             self.sharing_fits(field["sharing"], sharing, kind, gpu, forms, mig)
