@@ -275,3 +275,13 @@ def test_explicit_spot_fine_tuning_keeps_its_on_demand_fallback():
     tune = {"name": "t", "kind": "fine-tuning", "gpu": "T4", "capacity": "spot", "checkpointing": True}
     pools = plan_of([tune]).targets[0].pools
     assert sorted((p.capacity, p.role) for p in pools) == [("on-demand", "fallback"), ("spot", "main")]
+
+
+def test_memory_shares_divide_what_the_driver_reports_not_the_nominal_size():
+    # An L4 is sold as 24 GB; the driver reports 22,888 MiB (22.35 GiB). Two 12Gi replicas do not fit.
+    serve = {"name": "s", "kind": "inference", "gpu": "L4", "gpu_memory": "12Gi", "replicas": 2}
+    [pool] = plan_of([serve]).targets[0].pools
+    assert pool.sharing.mode == "none" and pool.gpus.required == 2
+    serve["gpu_memory"] = "11Gi"
+    [pool] = plan_of([serve]).targets[0].pools
+    assert (pool.sharing.mode, pool.sharing.replicas, pool.gpus.required) == ("time-slicing", 2, 1)

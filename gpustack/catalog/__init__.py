@@ -20,7 +20,8 @@ from gpustack.catalog.mig import MIG_MODELS, MigModel
 @dataclasses.dataclass(frozen=True)
 class GpuModel:
     name: str  # canonical name used in specs, e.g. "A100-80GB"
-    memory_gib: float
+    memory_gib: float  # nominal (the product's "GB"), which MIG profile names follow
+    usable_memory_gib: float  # what the driver reports (less than nominal on some models): what shares divide
     mig: MigModel | None
     aliases: tuple[str, ...]
     source: str
@@ -134,6 +135,8 @@ def load_catalog() -> Catalog:
         gpus[name] = GpuModel(
             name=name,
             memory_gib=float(row["memory_gib"]),
+            usable_memory_gib=(float(row["memory_mib_reported"]) / 1024 if row.get("memory_mib_reported")
+                               else float(row["memory_gib"])),
             mig=MIG_MODELS[mig_name] if mig_name else None,
             aliases=tuple(row.get("aliases") or ()),
             source=str(row.get("source") or row.get("sources") or ""),

@@ -55,7 +55,7 @@ def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
     if not workload.fractional:
         return Ask("none", workload.gpus, 1, None, float(workload.gpus), float(workload.gpus), cpu, memory)
     share = workload.gpu_fraction if workload.gpu_fraction is not None else (
-        (workload.gpu_memory_gib or 0.0) / gpu.memory_gib if workload.gpu_memory_gib is not None else None)
+        (workload.gpu_memory_gib or 0.0) / gpu.usable_memory_gib if workload.gpu_memory_gib is not None else None)
     mode = workload.sharing or ("mig" if workload.mig or (workload.kind == "inference" and gpu.mig) else
                                 "time-slicing")
     if mode == "mig":

@@ -281,8 +281,10 @@ class _SpecReader(Reader):
         return profile
 
     def gpu_memory_fits(self, path: Path, gpu: Any, memory_gib: float) -> None:
-        if memory_gib > gpu.memory_gib + 1e-9:
-            self.problem(path, f"{memory_gib:g}Gi is more than a whole {gpu.name} holds ({gpu.memory_gib:g}Gi); use "
+        # MIG profiles are sized on the nominal memory; a shared whole GPU gives what the driver reports.
+        holds = gpu.memory_gib if gpu.mig else gpu.usable_memory_gib
+        if memory_gib > holds + 1e-9:
+            self.problem(path, f"{memory_gib:g}Gi is more than a whole {gpu.name} holds ({holds:.4g}Gi); use "
                                "a larger GPU model or gpus: N")
 
     def sharing_fits(self, path: Path, sharing: str, kind: str, gpu: Any, forms: list[str], mig: str | None) -> None:
