@@ -260,3 +260,26 @@ def test_a_reserved_pool_cannot_follow_a_schedule():
                        "schedule": {"days": "Mon-Fri", "hours": "08:00-18:00", "timezone": "UTC"}}])
     assert error(text) == (f"{at(text, 'reserved')}: workloads[0].capacity: a reserved pool runs, and is billed, "
                            "around the clock: it cannot follow a schedule; remove the schedule or the capacity")
+
+
+def test_keys_yaml_reads_as_booleans_or_numbers_must_be_quoted():
+    text = spec_text([TRAIN], labels={"team": "ml"}).replace("  team: ml\n", "  team: ml\n  on: call\n")
+    assert error(text) == (f"{at(text, 'on: call')}: labels.on: YAML reads the key 'on' as true/false, not text; "
+                           "quote it: \"on\"")
+
+
+def test_a_price_override_no_target_can_use_is_refused():
+    text = spec_text([TRAIN], pricing={"instances": {"Standard_NC24ads_A100_v4": {"on_demand": 3.0}}})
+    assert error(text) == (f"{at(text, 'Standard_NC24ads_A100_v4')}: pricing.instances.Standard_NC24ads_A100_v4: no "
+                           "target offers 'Standard_NC24ads_A100_v4' (the targets are in EKS us-east-1): this price "
+                           "would never be used")
+
+
+def test_a_spot_override_above_on_demand_is_refused():
+    text = spec_text([TRAIN], pricing={"instances": {"p5.48xlarge": {"on_demand": 50, "spot": 60}}})
+    assert "spot 60 is more than on_demand 50" in error(text)
+
+
+def test_a_vanishing_fraction_is_refused():
+    text = spec_text([{"name": "s", "kind": "inference", "gpu": "T4", "gpu_fraction": 0.0001}])
+    assert "0.0001 is less than 0.01 of a GPU" in error(text)

@@ -26,6 +26,7 @@ MAX_WORKLOADS = 20_000
 MAX_TARGETS = 64
 MAX_REPLICAS = 100_000
 MAX_GPUS_PER_REPLICA = 64
+MIN_GPU_FRACTION = 0.01
 SPEC_NAME_MAX = 20
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html"
 
@@ -84,6 +85,7 @@ class _SpecReader(Reader):
         if self.problems:
             raise SpecError(self.problems)
         self.check_offered(targets, workloads)
+        self.check_prices_used(pricing, targets)
         if self.problems:
             raise SpecError(self.problems)
         return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc)
@@ -95,6 +97,9 @@ class _SpecReader(Reader):
         out = []
         for key, val in value.items():
             key_path = path + (key,)
+            if key_path in self.doc.typed_keys:
+                self.typed_key_problem(key_path)
+                continue
             prefix, _, label = key.rpartition("/")
             if not _LABEL_NAME.match(label) or (prefix and not _LABEL_PREFIX.match(prefix)):
                 self.problem(key_path, f"{key!r} is not a valid label key: at most 63 letters, digits, '-', '_' "
@@ -155,6 +160,9 @@ class _SpecReader(Reader):
                 spot_price = (self.number(item + ("spot",), prices["spot"], minimum=0, exclusive_minimum=True,
                                           maximum=10_000)
                               if "spot" in prices else None)
+                if on_demand and spot_price and spot_price > on_demand:
+                    self.problem(item + ("spot",), f"spot {spot_price:g} is more than on_demand {on_demand:g}: "
+                                                   "spot capacity is sold below the on-demand price")
                 instances.append((name, InstancePrice(on_demand, spot_price)))
         return Pricing(commitment, spot, tuple(sorted(instances, key=lambda item: item[0])))
 
@@ -208,6 +216,11 @@ class _SpecReader(Reader):
             if gpu_fraction and gpu_fraction > 1:
                 gpu_fraction = self.problem(field["gpu_fraction"], f"{gpu_fraction:g} is more than one GPU; a "
                                             "fraction is at most 1 (use gpus: N for whole GPUs)")
+            elif gpu_fraction and gpu_fraction < MIN_GPU_FRACTION:
+                gpu_fraction = self.problem(field["gpu_fraction"], f"{gpu_fraction:g} is less than "
+                                            f"{MIN_GPU_FRACTION:g} of a GPU: no sharing mode divides a GPU among "
+                                            f"more than {round(1 / MIN_GPU_FRACTION)} replicas in a plan gpustack "
+                                            "would stand behind")
         mig = self.string(field["mig"], value["mig"]) if "mig" in value else None
         if gpu and mig:
             mig = self.mig_profile(field["mig"], gpu, mig)
@@ -424,6 +437,16 @@ class _SpecReader(Reader):
         return tuple(sorted(out))
 
     # -- rules across targets and the catalog -------------------------------------------------
+    def check_prices_used(self, pricing: Pricing, targets: list[Target]) -> None:
+        """An override for a type no target can use would be ignored: say so instead."""
+        places = {(t.cloud, t.region) for t in targets}
+        for name, _ in pricing.instances:
+            if not any(self.catalog.instance(cloud, region, name) for cloud, region in places):
+                regions = ", ".join(f"{CLOUDS.get(c).display_name} {r}" for c, r in sorted(places))
+                self.problem(("pricing", "instances", name),
+                             f"no target offers {name!r} (the targets are in {regions}): this price would never be "
+                             "used", at_key=True)
+
     def check_offered(self, targets: list[Target], workloads: list[Workload]) -> None:
         by_name = {w.name: w for w in workloads}
         for target in targets:

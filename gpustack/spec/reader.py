@@ -75,7 +75,10 @@ class Reader:
                                       f" {show(value) if value is not None else ''}".rstrip())
         ok = True
         for key in value:
-            if key not in allowed:
+            if path + (key,) in self.doc.typed_keys:
+                ok = False
+                self.typed_key_problem(path + (key,))
+            elif key not in allowed:
                 ok = False
                 self.problem(path + (key,), f"unknown key {key!r}{did_you_mean(key, allowed)}; "
                                             f"allowed here: {one_of(allowed)}", at_key=True)
@@ -84,6 +87,12 @@ class Reader:
                 ok = False
                 self.problem(path, f"missing required key {key!r}")
         return value if ok else {k: v for k, v in value.items() if k in allowed}
+
+    def typed_key_problem(self, path: Path) -> Any:
+        kind = {"bool": "true/false", "int": "a number", "float": "a number", "NoneType": "nothing (null)"}.get(
+            self.doc.typed_keys[path], self.doc.typed_keys[path])
+        return self.problem(path, f"YAML reads the key {path[-1]!r} as {kind}, not text; quote it: \"{path[-1]}\"",
+                            at_key=True)
 
     def sequence(self, path: Path, value: Any, *, min_items: int = 0, what: str = "") -> list[Any] | Any:
         if not isinstance(value, list):

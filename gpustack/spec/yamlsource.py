@@ -54,6 +54,8 @@ class Document:
     data: Any
     marks: dict[Path, tuple[int, int]]  # 0-based (line, column) of each value
     key_marks: dict[Path, tuple[int, int]]  # of each mapping key
+    # Keys YAML read as something other than text (`on:` is true in YAML 1.1), by path: what they were.
+    typed_keys: dict[Path, str] = dataclasses.field(default_factory=dict)
 
     def where(self, path: Path) -> Location | None:
         """The location of the value at `path`, or of its nearest located parent."""
@@ -131,6 +133,7 @@ class _Converter:
         self.file = file
         self.marks: dict[Path, tuple[int, int]] = {}
         self.key_marks: dict[Path, tuple[int, int]] = {}
+        self.typed_keys: dict[Path, str] = {}
 
     def convert(self, root: yaml.Node) -> Document:
         size = _expanded_size(root, {}, 0, self.file)
@@ -139,7 +142,7 @@ class _Converter:
                         f"the YAML expands to {size:,} values once aliases are expanded (at most {MAX_NODES:,}); "
                         "refusing it")
         data = self._value(root, (), 0)
-        return Document(self.file, data, self.marks, self.key_marks)
+        return Document(self.file, data, self.marks, self.key_marks, self.typed_keys)
 
     def _value(self, node: yaml.Node, path: Path, depth: int) -> Any:
         if depth > MAX_DEPTH:
@@ -165,7 +168,8 @@ class _Converter:
                     raise _fail(self.file, key_node.start_mark, "a mapping key must be a plain value, not a list or mapping")
                 key = self._scalar(key_node)
                 if not isinstance(key, str):
-                    key = str(key).lower() if isinstance(key, bool) else str(key)
+                    self.typed_keys[path + (str(key_node.value),)] = type(key).__name__
+                    key = str(key_node.value)  # the text as written; readers refuse it where text is meant
                 if key in out:
                     first = self.key_marks.get(path + (key,))
                     seen = f" (first at line {first[0] + 1})" if first else ""
