@@ -70,3 +70,17 @@ def test_check_and_the_pack_fail_the_same_spec_with_the_same_rules(tmp_path, clo
     found, _ = pack_verdicts(str(spec), target)
     by_pack = sorted({name for name, _ in found if name != "node-pool-replacement"})
     assert by_check == by_pack == ["dev-pool-auto-stop", "spot-gpu-pool-checkpointing"]
+
+
+@pytest.mark.parametrize("target", ["aws-prod", "azure-prod", "gcp-prod", "oci-prod"])
+def test_the_pack_reads_each_pools_capacity_as_the_program_declares_it(target):
+    # The wire names differ per SDK (azure-native spells capacityReservationGroupID): read from the
+    # program's own resources, every pool's capacity matches the plan's.
+    plan_pools = build_plan(load_spec(EXAMPLE)).target(target).pools
+    # An EKS node group is ON_DEMAND whether or not its launch template targets a reservation (a
+    # separate resource), so the pack reads an EKS floor as on-demand: priced high, never low.
+    expected = sorted("on-demand" if target == "aws-prod" and p.capacity == "reserved" else p.capacity
+                      for p in plan_pools)
+    declared = run_program(str(EXAMPLE), target)
+    views = [v for d in declared if (v := pool_view(d.type, d.inputs, d.urn, d.name)) and v.is_gpu]
+    assert sorted(c for v in views for c in v.capacities) == expected

@@ -175,7 +175,7 @@ def _gke(r: _Reader) -> Fields:
 # -- AKS ---------------------------------------------------------------------------------------------
 def _aks(r: _Reader) -> Fields:
     priority = r.get("scaleSetPriority", "capacities")
-    reserved = r.get("capacityReservationGroupId", "capacities")
+    reserved = r.get("capacityReservationGroupID", "capacities")
     if r.get("enableAutoScaling", "min_nodes"):
         low, high = r.get("minCount", "min_nodes"), r.get("maxCount", "max_nodes")
     else:
@@ -299,7 +299,7 @@ POOL_TYPES: dict[str, PoolType] = {t.token: t for t in (
               "sharing.mig": "gpuInstanceProfile", "min_nodes": "minCount", "max_nodes": "maxCount",
               "cloud_name": "agentPoolName", "cluster": "resourceName", "settings.resource_group": "resourceGroupName"},
              {SPOT: "scaleSetPriority: Spot", ON_DEMAND: "scaleSetPriority: Regular",
-              RESERVED: "capacityReservationGroupId"},
+              RESERVED: "capacityReservationGroupID"},
              'nodeTaints: ["nvidia.com/gpu=present:NoSchedule"]', _CRONJOB),
     PoolType("oci:ContainerEngine/nodePool:NodePool", "oci", _oke,
              {"instance_type": "nodeShape", "gpu": "nodeShape", "gpus_per_node": "nodeShape",
