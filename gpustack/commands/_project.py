@@ -35,8 +35,13 @@ FILES = {
     "policies/requirements.txt": "policies/requirements.txt.j2",
     "policies/__main__.py": "policies/__main__.py.j2",
     ".github/workflows/gpustack-preview.yml": "github/workflows/gpustack-preview.yml.j2",
+    "policy-config.json": "policy-config.json.j2",
 }
 STACK_TEMPLATE = "stacks/Pulumi.stack.yaml.j2"
+# The name `gpustack` on PyPI belongs to an unrelated project, so a generated project never names gpustack
+# by its bare name: without --package it gets this address, which fails loudly at `pip install` until
+# the team puts where it gets gpustack (a git URL or a wheel).
+PLACEHOLDER_PACKAGE = f"gpustack @ git+https://git.example.invalid/set-me-with-gpustack-new-package@v{__version__}"
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,18}[a-z0-9])?")
 
 
@@ -80,8 +85,9 @@ def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = Fal
         "stacks": ", ".join(t["name"] for t in targets),
         "clouds": ", ".join(CLOUDS.get(c).display_name for c in chosen),
         "extras": ",".join(chosen),
-        "requirement": with_extras(package or f"gpustack=={__version__}", ",".join(chosen)),
-        "policy_requirement": with_extras(package or f"gpustack=={__version__}", "policy"),
+        "requirement": with_extras(package or PLACEHOLDER_PACKAGE, ",".join(chosen)),
+        "policy_requirement": with_extras(package or PLACEHOLDER_PACKAGE, "policy"),
+        "package_given": bool(package),
         "spec": SPEC,
     }
     files = {path: render(f"project/{template}", **context) for path, template in FILES.items()}

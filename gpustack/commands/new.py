@@ -19,12 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="the spec and project name (default: from the directory name)")
     parser.add_argument("--package", default="",
                         help="how requirements.txt names gpustack, e.g. 'gpustack @ git+https://host/org/gpustack@v0.1.0' "
-                             "(default: gpustack==<this version>; extras are added per file)")
+                             "(default: a placeholder address to replace; the name gpustack on PyPI belongs to an unrelated project)")
     parser.add_argument("--force", action="store_true",
                         help="write into a non-empty directory, overwriting the files gpustack generates")
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
     from pathlib import Path
 
     from gpustack.clouds import CLOUDS
@@ -39,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
           f"{directory}: wrote the {len(files)} files of a gpustack project")
     for path in files:
         print(f"  {path}")
+    if not args.package:
+        print("warning: requirements.txt names gpustack by a placeholder address: set where your team gets "
+              "gpustack (a git URL or a wheel) there, or run again with --package; the name gpustack on PyPI "
+              "belongs to an unrelated project", file=sys.stderr)
     print(f"Next: cd {directory} && python -m venv .venv && .venv/bin/pip install -r requirements.txt && "
           ".venv/bin/gpustack plan stacks/gpustack.yaml")
     return 0
