@@ -264,3 +264,8 @@ def test_an_interrupted_forced_run_leaves_the_previous_project_intact(tmp_path, 
     after = {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
     assert after == before
     assert [p.name for p in tmp_path.iterdir()] == ["project"]
+
+
+def test_the_generated_project_passes_its_own_guardrails(project, capsys):
+    assert main(["check", str(project / "stacks" / "gpustack.yaml"), "--config",
+                 str(project / "policy-config.json")]) == 0
