@@ -189,3 +189,16 @@ def test_a_bad_autoscaler_setting_is_a_located_problem(tmp_path, capsys):
     spec = write_spec(tmp_path, [TRAIN_A10], cluster_autoscaler="karpenter")
     assert main(["validate", spec]) == 2
     assert "settings.cluster_autoscaler" in capsys.readouterr().err
+
+
+def test_a_looked_up_image_never_rolls_existing_pools_but_a_pinned_one_does(tmp_path):
+    declared = run_program(str(EXAMPLE), "oci-prod")
+    pools = [d for d in declared if d.type == "oci:ContainerEngine/nodePool:NodePool"]
+    assert pools and all("nodeSourceDetails.imageId" in d.ignore_changes for d in pools)
+    doc = yaml.safe_load(EXAMPLE.read_text())
+    next(t for t in doc["targets"] if t["name"] == "oci-prod")["settings"]["image_id"] = "ocid1.image.oc1.iad.pinned"
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(doc))
+    pinned = [d for d in run_program(str(spec), "oci-prod") if d.type == "oci:ContainerEngine/nodePool:NodePool"]
+    assert all("nodeSourceDetails.imageId" not in d.ignore_changes for d in pinned)
+    assert {d.inputs["nodeSourceDetails"]["imageId"] for d in pinned} == {"ocid1.image.oc1.iad.pinned"}

@@ -38,6 +38,7 @@ class _Where:
     subnet_id: str
     kubernetes_version: pulumi.Output[str]
     image_id: pulumi.Input[str]
+    image_pinned: bool  # from settings.image_id; else looked up, and then only new pools take a newer one
     availability_domains: pulumi.Output[list[str]]  # sorted
 
 
@@ -59,7 +60,8 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
     else:
         found = oci.identity.get_availability_domains_output(compartment_id=compartment)
         domains = found.availability_domains.apply(lambda ads: sorted(ad["name"] for ad in ads))
-    where = _Where(target.cluster, compartment, str(settings["subnet_id"]), version, image, domains)
+    where = _Where(target.cluster, compartment, str(settings["subnet_id"]), version, image,
+                   bool(settings.get("image_id")), domains)
     pools = {pool.name: GpuNodePool("oci", pool, functools.partial(_node_pool, where)) for pool in target.pools}
     if settings.get("cluster_autoscaler", "addon") == "addon" and pools:
         _autoscaler(target, [(pools[p.name].outputs["id"], p) for p in sorted(target.pools, key=lambda p: p.name)])
@@ -100,7 +102,10 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
         node_metadata={"user_data": user_data(pool)},
         freeform_tags=tags,
         # The autoscaler owns the node count once the pool exists; `size` only sizes the first creation.
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["nodeConfigDetails.size"])),
+        # A looked-up image is the newest Oracle publishes: taking it would roll every pool on an
+        # unrelated `pulumi up`, so existing pools keep theirs until settings.image_id says otherwise.
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=[
+            "nodeConfigDetails.size", *([] if where.image_pinned else ["nodeSourceDetails.imageId"])])),
     )
     outputs["id"] = node_pool.id
     return outputs
