@@ -128,3 +128,12 @@ def test_a_rule_level_beats_all_as_in_pulumi():
 def test_bad_settings_say_what_is_allowed(config, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         settings(config)
+
+
+def test_every_registered_cloud_has_a_node_pool_reader_in_the_pack():
+    # The pack reads node pools by their Pulumi type; a cloud added to the registry without a reader
+    # would silently escape every policy.
+    from gpustack.clouds import CLOUDS
+    from gpustack.guardrails.resources import POOL_TYPES
+
+    assert {t.cloud for t in POOL_TYPES.values()} == set(CLOUDS.names())

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-import types
-
 import pytest
 from pulumi.runtime import rpc
 
 from conftest import EXAMPLE
-from gpustack import program
 from gpustack.plan import build_plan
 from gpustack.render import in_cluster
 from gpustack.spec import load_spec
@@ -17,20 +13,6 @@ from gpustack.testing import run_program
 
 EXAMPLE_PLAN = build_plan(load_spec(EXAMPLE))
 KUBECONFIG = {"gpustack:kubeconfig": "apiVersion: v1\nkind: Config\n"}
-
-
-@pytest.fixture(autouse=True)
-def cloud_backends(monkeypatch):
-    """Cloud backends that are not there yet declare nothing; those that are run for real."""
-    def import_module(name: str):
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError:
-            if not name.startswith("gpustack.backends."):
-                raise
-            return types.SimpleNamespace(declare=lambda target, plan: {})
-
-    monkeypatch.setattr(program, "importlib", types.SimpleNamespace(import_module=import_module))
 
 
 def plain(value):

@@ -32,7 +32,8 @@ AMI_TYPES = frozenset({
 })
 # The AL2023 NVIDIA AMI per instance family, from the accelerated-AMI table (_ACCELERATED_AMIS):
 # Graviton (g5g) and Grace (p6e-gb200, p6e-gb300) families need the ARM variant. AL2 reached end of
-# support for EKS in November 2025, so GPU pools use AL2023.
+# support for EKS in November 2025, so GPU pools use AL2023
+# (https://docs.aws.amazon.com/eks/latest/userguide/eks-ami-deprecation-faqs.html).
 _X86_NVIDIA = ("p6-b300", "p6-b200", "p5", "p5e", "p5en", "p4d", "p4de", "p3", "p3dn",
                "g7e", "gr6", "g6", "g6e", "g6f", "gr6f", "g5", "g4dn")
 _ARM_NVIDIA = ("g5g", "p6e-gb200", "p6e-gb300")

@@ -40,9 +40,11 @@ OS_TYPE = "Linux"
 POOL_TYPE = "VirtualMachineScaleSets"
 SPOT_PRIORITY = "Spot"
 REGULAR_PRIORITY = "Regular"
-# Delete, not Deallocate: deallocated spot nodes keep counting against the compute quota.
+# Delete, not Deallocate: deallocated spot nodes keep counting against the compute quota; -1 pays up to
+# the on-demand price, so nodes are evicted for capacity, never for price
+# (https://learn.microsoft.com/en-us/azure/aks/spot-node-pool).
 SPOT_EVICTION_POLICY = "Delete"
-SPOT_MAX_PRICE = -1.0  # pay up to the on-demand price; evicted only for capacity
+SPOT_MAX_PRICE = -1.0
 # AKS installs the NVIDIA driver on the node image; the GPU Operator runs with driver.enabled=false.
 # Exactly one of the two may own the driver (https://learn.microsoft.com/en-us/azure/aks/use-nvidia-gpu).
 GPU_DRIVER = "Install"

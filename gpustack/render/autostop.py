@@ -33,7 +33,9 @@ IMAGE = "python:3.13.5-alpine3.22"
 ANNOTATION = "gpustack.dev/replicas-before-stop"
 ACTION_LABEL = "gpustack.dev/autostop"
 ACCOUNT = "gpustack-autostop"
-CRONJOB_NAME_MAX = 52  # the controller appends 11 characters to Job names (at most 63)
+# The controller appends 11 characters to Job names, which are at most 63
+# (https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#writing-a-cronjob-spec).
+CRONJOB_NAME_MAX = 52
 RULES = [{"apiGroups": ["apps"],
           "resources": ["deployments", "deployments/scale", "statefulsets", "statefulsets/scale"],
           "verbs": ["get", "list", "patch"]}]

@@ -45,8 +45,9 @@ NAMESPACE = "gpu-operator"
 RELEASE_NAME = "gpu-operator"
 # Label DCGM series with the node they come from: the alert joins it with the node's pool label.
 NODE_RELABELING = {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}
-# node-feature-discovery's worker tolerates control-plane nodes by default; a list value replaces
-# the default, so it is repeated here.
+# node-feature-discovery's worker tolerates control-plane nodes by default (worker.tolerations in
+# https://github.com/kubernetes-sigs/node-feature-discovery/blob/master/deployment/helm/node-feature-discovery/values.yaml);
+# a list value replaces the default, so it is repeated here.
 _CONTROL_PLANE_TOLERATIONS = [
     {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
     {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},
