@@ -331,20 +331,20 @@ def test_oke_bounds_come_from_the_cluster_autoscaler_add_on():
     ("azure", "gpuInstanceProfile, resourceGroupName, resourceName, scaleSetPriority, vmSize"),
     ("oci", "clusterId, compartmentId"),
 ])
-def test_replacement_is_flagged_on_unprotected_pools(cloud, paths):
-    (message,) = validate_resource("node-pool-replacement", cloud, Pool())
-    assert f"exposed to replacement: a change to {paths} recreates it" in message and "protect: true" in message
+def test_replacement_is_flagged_once_per_stack_for_unprotected_pools(cloud, paths):
+    # A policy sees the new inputs only: it names the pools a replacing change would drain, once.
     token = TOKENS[cloud]
-    protected = ResourceValidationArgs(token, RENDER[cloud](Pool()), urn(token, "p"), "p",
-                                       PolicyResourceOptions(True, [], None, [], None, [], None), None)
-    pinned = ResourceValidationArgs(token, RENDER[cloud](Pool()), urn(token, "p"), "p",
-                                    PolicyResourceOptions(False, paths.split(", "), None, [], None, [], None), None)
-    messages: list[str] = []
-    for args in (protected, pinned):
-        POLICIES["node-pool-replacement"].validate(args, lambda m, urn=None: messages.append(m))
-    assert messages == []
+    pools = [resource(token, name, RENDER[cloud](Pool(name=name))) for name in ("a", "b")]
+    ((message, _),) = validate_stack("node-pool-replacement", pools)
+    assert f"2 GPU node pool(s) are recreated" in message and f"a ({paths}); b ({paths})" in message
+    protected = [resource(token, "p", RENDER[cloud](Pool(name="p")), protect=True)]
+    pinned_opts = PolicyResourceOptions(False, paths.split(", "), None, [], None, [], None)
+    pinned = [PolicyResource(token, RENDER[cloud](Pool(name="q")), urn(token, "q"), "q", pinned_opts, None, None,
+                             [], {})]
+    assert validate_stack("node-pool-replacement", protected + pinned) == []
 
 
 def test_replacement_follows_the_clouds_data(monkeypatch):
     monkeypatch.setattr(type(CLOUDS.get("oci")), "replacing_changes", {})
-    assert validate_resource("node-pool-replacement", "oci", Pool()) == []
+    token = TOKENS["oci"]
+    assert validate_stack("node-pool-replacement", [resource(token, "p", RENDER["oci"](Pool()))]) == []

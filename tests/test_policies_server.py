@@ -59,7 +59,7 @@ def test_a_resource_is_judged_through_the_engine_protocol(analyzer):
     assert [name for name, _ in found] == ["gpu-pool-taint"]
     assert "[gpu-pool-taint] prod, pool train: GPU pool without the nvidia.com/gpu NoSchedule taint" in found[0][1]
     exposed = analyze(analyzer, UNTAINTED, protect=False)
-    assert [name for name, _ in exposed] == ["gpu-pool-taint", "node-pool-replacement"]
+    assert [name for name, _ in exposed] == ["gpu-pool-taint"]  # replacements are judged per stack
 
 
 def test_a_value_unknown_in_preview_is_skipped_not_a_crash(analyzer):
@@ -84,10 +84,13 @@ def test_a_stack_is_judged_through_the_engine_protocol(analyzer):
                     propertyDependencies={"autoscalingGroupName": analyzer_pb2.AnalyzerPropertyDependencies(
                         urns=[group.urn])})
     found = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[group, stop])).diagnostics
-    assert [d.policyName for d in found] == []
+    # The unprotected pool gets the one advisory of the stack about replacements, nothing mandatory.
+    assert [(d.policyName, d.enforcementLevel) for d in found] == [("node-pool-replacement", analyzer_pb2.ADVISORY)]
     found = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[group])).diagnostics
-    assert [(d.policyName, d.urn) for d in found] == [("dev-pool-auto-stop", group.urn)]
-    assert "[dev-pool-auto-stop] dev, pool lab: notebook pool has no auto-stop schedule" in found[0].message
+    mandatory = [(d.policyName, d.urn) for d in found if d.enforcementLevel == analyzer_pb2.MANDATORY]
+    assert mandatory == [("dev-pool-auto-stop", group.urn)]
+    assert any("[dev-pool-auto-stop] dev, pool lab: notebook pool has no auto-stop schedule" in d.message
+               for d in found)
 
 
 def test_the_config_the_engine_sends_is_applied(analyzer):  # last: it reconfigures the running pack

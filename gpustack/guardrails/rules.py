@@ -171,29 +171,32 @@ def _replacing_changes(cloud: str) -> Mapping[str, object]:
         return {}
 
 
-def node_pool_replacement(view: PoolView, options: Mapping[str, Any]) -> Iterable[Finding]:
+def node_pool_replacement(views: Sequence[PoolView], options: Mapping[str, Any]) -> Iterable[Finding]:
     del options
-    if not view.is_gpu:
-        return
-    if view.spelling.sees_previous:
+    gpu_pools = [v for v in views if v.is_gpu]
+    compared = [v for v in gpu_pools if v.spelling.sees_previous]
+    for view in compared:
         # A plan compared with a baseline: `gpustack diff` decides what replaces a node pool.
         for why in view.replacements:
             yield Finding(view.name, f"this change replaces a node pool, draining its nodes: {why}",
                           "make the change when the pool is idle, or add the new pool first and move the "
                           "workloads before removing the old one")
-        return
-    # The pack sees the new inputs only, never the previous state or the planned operation.
-    changes = _replacing_changes(view.cloud)
-    if view.protected or not changes:
-        return
-    paths = sorted({view.spelling.field(view, key.split(":", 1)[0]) for key in changes})
-    unpinned = [p for p in paths if p not in view.ignored_changes]
-    if unpinned:
-        yield Finding(view.name, "GPU node pool exposed to replacement: a change to " + ", ".join(unpinned)
-                      + " recreates it (every node drained), and it is neither protected nor are these fields in "
-                        "ignoreChanges; a policy cannot see whether this update is such a change",
-                      "protect it (protect: true) so that a replacement fails instead, or list the fields in "
-                      "ignoreChanges; meanwhile look for 'replace' on it in `pulumi preview --diff`", view.urn)
+    # The pack sees the new inputs only, never the previous state or the planned operation: it can only
+    # say which pools a replacing change would drain, once per stack rather than once per pool.
+    exposed = []
+    for view in gpu_pools:
+        changes = _replacing_changes(view.cloud)
+        if view in compared or view.protected or not changes:
+            continue
+        paths = sorted({view.spelling.field(view, key.split(":", 1)[0]) for key in changes})
+        unpinned = [p for p in paths if p not in view.ignored_changes]
+        if unpinned:
+            exposed.append(f"{view.name} ({', '.join(unpinned)})")
+    if exposed:
+        yield Finding(None, f"{len(exposed)} GPU node pool(s) are recreated, every node drained, by a change to these "
+                            f"fields, and a policy cannot see whether this update is one: {'; '.join(exposed)}",
+                      "look for 'replace' on them in `pulumi preview --diff`, or compare the specs with "
+                      "`gpustack diff`; protect a pool (protect: true) to make a replacement fail instead")
 
 
 def _labels_schema() -> dict[str, Any]:
@@ -226,7 +229,7 @@ RULES: tuple[Rule, ...] = (
           "maxMonthlyUsd": {"type": "number", "minimum": 0,
                             "description": "most the pools may cost in a month at their maximum size (list prices)"}},
          reads=_GPU | {"max_nodes"}),
-    Rule("node-pool-replacement", "Changes that replace a GPU node pool are flagged.", ADVISORY, "pool",
+    Rule("node-pool-replacement", "Changes that replace a GPU node pool are flagged.", ADVISORY, "stack",
          node_pool_replacement),
 )
 
