@@ -32,7 +32,8 @@ def diff(old: list[dict], new: list[dict], cloud: str, old_target: dict | None =
 
 
 def test_aks_mig_profile_change_replaces_the_agent_pools():
-    target = diff([SERVE], [{**SERVE, "mig": "2g.20gb"}], "azure")
+    busy = {**SERVE, "replicas": {"min": 2, "max": 20}}  # a floor and a burst, before and after
+    target = diff([busy], [{**busy, "mig": "2g.20gb"}], "azure")
     replaced = [p for p in target.pools if p.change == "replaced"]
     assert len(replaced) == 2  # the reserved floor and the on-demand burst
     assert not [p for p in target.pools if p.change in ("added", "removed")]
@@ -88,10 +89,11 @@ def test_a_new_mig_layout_without_native_partitioning_is_a_repartition(cloud):
     target = diff([SERVE], [{**SERVE, "replicas": {"min": 2, "max": 9}}], cloud)
     changes = {p.change for p in target.pools}
     assert "replaced" not in changes
-    [burst] = [p for p in target.pools if "ondemand" in p.name]
-    assert burst.change == "repartitioned"
-    assert "MIG manager" in burst.why
-    assert {f.field for f in burst.fields} >= {"sharing.mig"}
+    # One 8-GPU node holds the whole peak before and after: the reserved pool gets new layouts.
+    [pool] = [p for p in target.pools if "reserved" in p.name]
+    assert pool.change == "repartitioned"
+    assert "MIG manager" in pool.why
+    assert {f.field for f in pool.fields} >= {"sharing.mig"}
 
 
 def test_every_cloud_names_known_fields_with_a_source():

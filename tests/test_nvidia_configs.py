@@ -76,8 +76,10 @@ def check_mig_parted(target, configmap: dict) -> None:
             for profile, count in group.layout:
                 planned[profile] = planned.get(profile, 0) + count * group.gpus
         assert instances == planned
-        # ... and the layouts hold every replica the pool places on one node at most.
-        per_node = sum(p.replicas for p in pool.placements) / max(pool.max_nodes, 1)
+        # ... and the layouts hold every replica the pool places, with its floor or burst sibling, whose
+        # nodes carry the same layouts (the burst rides on the floor's spare room first).
+        group = [p for p in target.pools if p.sharing.mig == pool.sharing.mig and p.instance_type == pool.instance_type]
+        per_node = sum(pl.replicas for p in group for pl in p.placements) / max(sum(p.max_nodes for p in group), 1)
         assert sum(instances.values()) >= per_node
 
 

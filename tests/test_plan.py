@@ -76,11 +76,27 @@ def test_inference_gets_a_reserved_floor_and_an_on_demand_burst(cloud):
     pools = plan_of([serve], (cloud,)).targets[0].pools
     floor = [p for p in pools if p.capacity == "reserved"]
     burst = [p for p in pools if p.capacity == "on-demand"]
-    assert sum(pl.replicas for p in floor for pl in p.placements) == 4
-    assert sum(pl.replicas for p in burst for pl in p.placements) == 6
     assert all(p.min_nodes == p.max_nodes == p.reserved_nodes > 0 for p in floor)
     assert all(p.min_nodes == 0 and p.reserved_nodes == 0 for p in burst)
     assert all(p.sharing.mode == "mig" for p in pools)
+    if burst:  # the floor holds replicas.min; the burst pool carries the rest of the peak
+        assert sum(pl.replicas for p in floor for pl in p.placements) == 4
+        assert sum(pl.replicas for p in burst for pl in p.placements) == 6
+    else:  # the reserved nodes have room for the peak: they carry all of it, said in a note
+        assert sum(pl.replicas for p in floor for pl in p.placements) == 10
+        assert any("room for the peak" in note for p in floor for note in p.notes)
+
+
+def test_the_burst_rides_on_the_floors_spare_room_first():
+    # One g4dn.xlarge holds 4 quarter-GPU replicas: a floor of 1 replica leaves room for the peak of 4,
+    # so there is no on-demand pool at all (it would have doubled the cost).
+    serve = {"name": "s", "kind": "inference", "gpu": "T4", "gpu_fraction": 0.25, "replicas": {"min": 1, "max": 4}}
+    [pool] = plan_of([serve]).targets[0].pools
+    assert (pool.capacity, pool.max_nodes, pool.instance_type) == ("reserved", 1, "g4dn.xlarge")
+    # Beyond the floor's room the burst pool gets only the extra nodes: 9 replicas need 3 nodes, 1 reserved.
+    serve["replicas"] = {"min": 1, "max": 9}
+    floor, burst = sorted(plan_of([serve]).targets[0].pools, key=lambda p: p.capacity != "reserved")
+    assert (floor.max_nodes, burst.min_nodes, burst.max_nodes) == (1, 0, 2)
 
 
 @pytest.mark.parametrize("cloud, gpu", [("aws", "T4"), ("azure", "T4"), ("gcp", "T4"), ("oci", "A10")])

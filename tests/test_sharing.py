@@ -23,12 +23,21 @@ def serve(name: str, **fields: object) -> dict:
     return {"name": name, "kind": "inference", "gpu": "A100-80GB", "replicas": 1, **fields}
 
 
-def held_by(pool) -> dict[str, int]:
+def held_by(pool, nodes: int | None = None) -> dict[str, int]:
     out: dict[str, int] = {}
     for group in pool.sharing.mig:
         for profile, count in group.layout:
-            out[profile] = out.get(profile, 0) + count * group.gpus * pool.max_nodes
+            out[profile] = out.get(profile, 0) + count * group.gpus * (pool.max_nodes if nodes is None else nodes)
     return out
+
+
+def with_sibling(target, pool) -> list:
+    """A reserved floor and its on-demand burst share one packing: their nodes hold their replicas together."""
+    if pool.role not in ("floor", "burst"):
+        return [pool]
+    same = [p for p in target.pools if p.role in ("floor", "burst") and (p.kind, p.gpu, p.instance_type) ==
+            (pool.kind, pool.gpu, pool.instance_type) and p.sharing.mig == pool.sharing.mig]
+    return same
 
 
 def test_a_4g_and_a_3g_share_one_a100_80gb():
@@ -68,9 +77,11 @@ def test_every_layout_in_every_plan_is_valid_and_holds_every_replica(asks, cloud
         for group in pool.sharing.mig:
             assert model.is_valid(dict(group.layout)), group
         assert sum(g.gpus for g in pool.sharing.mig) <= pool.gpus_per_node
-        holds = held_by(pool)
-        for placement in pool.placements:
-            asked = sum(p.replicas for p in pool.placements if p.profile == placement.profile)
+        group = with_sibling(plan.targets[0], pool)
+        holds = held_by(pool, sum(p.max_nodes for p in group))
+        placements = [pl for p in group for pl in p.placements]
+        for placement in placements:
+            asked = sum(p.replicas for p in placements if p.profile == placement.profile)
             assert holds.get(placement.profile, 0) >= asked
         assert pool.gpus.lower_bound <= pool.gpus.required <= pool.gpus.provisioned
         assert pool.min_nodes <= pool.max_nodes

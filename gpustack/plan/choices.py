@@ -67,13 +67,13 @@ def capacity_parts(workload: Workload) -> tuple[list[Part], list[tuple[str, str]
                                  "at once (gpustack check rejects spot-only serving)"))
             if override in ("on-demand", "spot"):
                 return [Part(override, "burst", high, low, f"capacity: {override} in the spec")], warnings
-            parts = []
             if low:
-                parts.append(Part("reserved", "floor", low, low, "the steady floor (replicas.min) on reserved capacity"))
-            if high > low:
-                parts.append(Part("on-demand", "burst", high - low, 0,
-                                  "the burst above the floor on on-demand, scaled in when idle"))
-            return parts, warnings
+                # One demand at the peak with its floor: the planner packs the floor and the burst
+                # together and splits the nodes into a reserved pool and an on-demand one.
+                return [Part("reserved", "floor", high, low, "the steady floor (replicas.min) on reserved capacity")], \
+                    warnings
+            return [Part("on-demand", "burst", high, 0, "no floor (replicas.min 0): on-demand, scaled in when idle")], \
+                warnings
         case "notebook":
             if override == "spot":
                 warnings.append(("spot-notebook", f"notebook {name!r} has capacity: spot: open sessions are lost "

@@ -18,7 +18,7 @@ from gpustack.plan import cost as costing
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, capacity_parts, choose_instance
 from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
-from gpustack.plan.pools import Demand, PoolKey, build_pool
+from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target, Workload
 from gpustack.spec.yamlsource import path_str
@@ -74,10 +74,18 @@ class _TargetPlanner:
             return None
         self.note_split_mig(demands)
         pools: list[Pool] = []
+        paired = {dataclasses.replace(k, capacity="on-demand") for k in demands if self.has_burst(k)}
         for key in sorted(demands, key=lambda k: k.readable()):
+            if key in paired:
+                continue  # built with its reserved floor
+            if self.has_burst(key):
+                burst = dataclasses.replace(key, capacity="on-demand")
+                pools.extend(self.floor_and_burst(key, demands[key], burst, demands.get(burst, [])))
+                continue
             pool = self.pool(key, demands[key])
             if pool is not None:
                 pools.append(pool)
+        pools.sort(key=lambda p: p.name)
         self.check_names(pools)
         self.check_reservation_settings(pools)
         for pool in pools:
@@ -174,6 +182,21 @@ class _TargetPlanner:
             first = demands[0].workload
             self.problem(first, "gpu", f"pool {name!r}: {exc}")
             return None
+
+    @staticmethod
+    def has_burst(key: PoolKey) -> bool:
+        """A reserved inference pool: packed together with the on-demand pool of the same shape."""
+        return key.kind == "inference" and key.capacity == "reserved" and not key.fallback
+
+    def floor_and_burst(self, floor: PoolKey, demands: list[Demand], burst: PoolKey,
+                        burst_demands: list[Demand]) -> list[Pool]:
+        names = [_PLAN_NAMES.make(k.readable(), k.readable()) for k in (floor, burst)]
+        try:
+            return build_floor_and_burst(floor, names[0], burst, names[1], demands, burst_demands, self.spec,
+                                         self.cloud, self.catalog, self.prices)
+        except ValueError as exc:
+            self.problem(demands[0].workload, "gpu", f"pool {names[0]!r}: {exc}")
+            return []
 
     def note_split_mig(self, demands: dict[PoolKey, list[Demand]]) -> None:
         groups: dict[tuple, set[str]] = defaultdict(set)

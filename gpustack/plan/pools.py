@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from gpustack.catalog import Catalog, InstanceType
 from gpustack.catalog.mig import InvalidLayout, MigModel
@@ -70,38 +71,58 @@ class Demand:
     hours: float  # monthly hours a replica runs
 
 
+@dataclasses.dataclass(frozen=True)
+class Share:
+    """A pool's part of a packing it shares with its sibling: a reserved floor and its on-demand burst
+    are packed together at the peak, then the nodes are split between them."""
+
+    packing: Packing  # the joint packing at the peak (layouts, method, bounds)
+    nodes: int
+    min_nodes: int
+    gpus_required: int
+    lower_bound: int
+    node_hours: float
+    replicas: Callable[[Demand], int]  # what this pool carries of each demand
+    why: str | None = None  # the reason, when it is not the demands' own
+    note: str | None = None
+
+
 def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud: Cloud, catalog: Catalog,
-               prices: PriceBook) -> Pool:
+               prices: PriceBook, share: Share | None = None) -> Pool:
     row = demands[0].row
     gpu = catalog.gpu(key.gpu)
     assert gpu is not None
     ask = demands[0].ask
-    cpu, memory = allocatable(row.vcpus, row.memory_gib)
-    node = NodeShape(row.gpus, cpu, memory, ask.shares_per_gpu)
-    peak = _pack(demands, node, gpu.mig, lambda d: d.part.replicas)
-    floor_demands = [d for d in demands if d.part.min_replicas]
-    nodes = peak.nodes
+    node = _node_shape(row, ask)
     reserved = key.capacity == "reserved"
     price = prices.for_capacity(row, key.capacity)
-    node_hours = 0.0 if key.fallback else (nodes * HOURS_PER_MONTH if reserved else peak.node_hours)
-    workloads = tuple(sorted({d.workload.name for d in demands}))
-    sharing = _sharing(key, name, ask, peak, cloud)
-    if reserved or not floor_demands:
-        min_nodes = nodes if reserved else 0
-    elif ask.mode == "mig":
-        # The floor runs on nodes with the pool's layouts (sized for the peak), not layouts of its own.
-        carried = [group.layout for group in sharing.mig for _ in range(group.gpus)]
-        min_nodes = nodes_for(_items(floor_demands, lambda d: d.part.min_replicas), carried, node, nodes)
+    if share is None:
+        peak = _pack(demands, node, gpu.mig, lambda d: d.part.replicas)
+        nodes = peak.nodes
+        node_hours = 0.0 if key.fallback else (nodes * HOURS_PER_MONTH if reserved else peak.node_hours)
+        sharing = _sharing(key, name, ask, peak, cloud)
+        floor_demands = [d for d in demands if d.part.min_replicas]
+        if reserved or not floor_demands:
+            min_nodes = nodes if reserved else 0
+        else:
+            min_nodes = _floor_nodes(floor_demands, node, gpu.mig, peak, nodes)
+        required, lower = peak.gpus_required, peak.lower_bound
+        carries = _all_replicas
     else:
-        min_nodes = _pack(floor_demands, node, gpu.mig, lambda d: d.part.min_replicas).nodes
+        peak, nodes, min_nodes, node_hours = share.packing, share.nodes, share.min_nodes, share.node_hours
+        sharing = _sharing(key, name, ask, peak, cloud)
+        required, lower = share.gpus_required, share.lower_bound
+        carries = share.replicas
+    carried_demands = [d for d in demands if carries(d)]
+    workloads = tuple(sorted({d.workload.name for d in carried_demands}))
     if sharing.mode == "mig":
         assert gpu.mig is not None
         asked: Counter[str] = Counter()
-        for d in demands:
-            asked[d.ask.profile.name] += d.part.replicas  # type: ignore[union-attr]
-        check_mig_layouts(gpu.mig, sharing, nodes, row.gpus, asked)
-    requested = sum(d.part.replicas * d.ask.requested_share for d in demands)
-    gpus = PoolGpus(peak.gpus_required, peak.lower_bound, nodes * row.gpus, requested, ceil_bound(requested),
+        for d in carried_demands:
+            asked[d.ask.profile.name] += carries(d)  # type: ignore[union-attr]
+        check_mig_layouts(gpu.mig, sharing, peak.nodes if share else nodes, row.gpus, asked)
+    requested = sum(carries(d) * d.ask.requested_share for d in carried_demands)
+    gpus = PoolGpus(required, lower, nodes * row.gpus, requested, ceil_bound(requested),
                     peak.nodes_lower_bound, peak.bounds, peak.method, peak.proved_optimal)
     schedule = demands[0].workload.schedule
     window = ScheduleWindow(schedule.canonical_days, schedule.canonical_hours, schedule.timezone, schedule.weekdays,
@@ -115,12 +136,14 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     empty_gpus = sum(1 for layout in peak.mig_layouts if not layout)
     if empty_gpus and not cloud.native_mig_partitioning:
         notes.append(f"{empty_gpus} of the {row.gpus} GPUs of each node stay unpartitioned (whole).")
-    notes.extend(_packing_notes(gpus, demands, nodes, sharing))
+    notes.extend(_packing_notes(gpus, carried_demands, nodes, sharing))
+    if share is not None and share.note:
+        notes.append(share.note)
     return Pool(
         name=name,
         cloud_name=cloud.pool_name(name, key.compact()),
         kind=key.kind,
-        role="fallback" if key.fallback else _role(demands),
+        role="fallback" if key.fallback else ("floor" if reserved else "burst") if share else _role(demands),
         capacity=key.capacity,
         instance_type=row.name,
         gpu=gpu.name,
@@ -134,17 +157,17 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
         schedule=window,
         workloads=workloads,
         placements=tuple(sorted(
-            (Placement(d.workload.name, d.part.replicas, d.ask.planned_share, d.ask.requested_share,
+            (Placement(d.workload.name, carries(d), d.ask.planned_share, d.ask.requested_share,
                        d.ask.profile.name if d.ask.profile else None, d.workload.cpu, d.workload.memory_gib,
-                       d.hours) for d in demands), key=lambda p: p.workload)),
-        namespaces=tuple(sorted({d.workload.namespace for d in demands})),
-        labels=_labels(spec, key, name, demands, sharing, cloud),
+                       d.hours) for d in carried_demands), key=lambda p: p.workload)),
+        namespaces=tuple(sorted({d.workload.namespace for d in carried_demands})),
+        labels=_labels(spec, key, name, carried_demands, sharing, cloud),
         taints=_taints(key, cloud),
         price=price,
         hours_per_month=node_hours / nodes if nodes else 0.0,
         monthly_cost_usd=price.usd_per_node_hour * node_hours,
         gpus=gpus,
-        reason=_reason(key, demands, row, sharing),
+        reason=_reason(key, carried_demands, row, sharing, carries, share.why if share else None),
         notes=tuple(notes),
     )
 
@@ -198,6 +221,79 @@ def _items(demands: list[Demand], count) -> list[Item]:  # type: ignore[no-untyp
     return [Item(d.workload.name, count(d), d.ask.gpus if d.ask.mode == "none" else 1, d.ask.cpu,
                  d.ask.memory_gib, d.hours, d.ask.profile.name if d.ask.profile else None)
             for d in demands if count(d)]
+
+
+def _all_replicas(demand: Demand) -> int:
+    return demand.part.replicas
+
+
+def _node_shape(row: InstanceType, ask: Ask) -> NodeShape:
+    cpu, memory = allocatable(row.vcpus, row.memory_gib)
+    return NodeShape(row.gpus, cpu, memory, ask.shares_per_gpu)
+
+
+def _floor_nodes(floor: list[Demand], node: NodeShape, mig: MigModel | None, peak: Packing, most: int) -> int:
+    """Nodes that hold every floor replica (part.min_replicas) on nodes packed for the peak."""
+    if floor[0].ask.mode == "mig":
+        # The floor runs on nodes with the pool's layouts (sized for the peak), not layouts of its own.
+        carried = [layout for layout in peak.mig_layouts if layout]
+        return nodes_for(_items(floor, lambda d: d.part.min_replicas), carried, node, most)
+    return min(most, _pack(floor, node, mig, lambda d: d.part.min_replicas).nodes)
+
+
+def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKey, burst_name: str,
+                          floor: list[Demand], burst: list[Demand], spec: Spec, cloud: Cloud, catalog: Catalog,
+                          prices: PriceBook) -> list[Pool]:
+    """A reserved floor and its on-demand burst, packed together at the peak.
+
+    The burst rides on the floor's spare room first (the scheduler puts pods wherever they fit), so
+    the burst pool only gets the nodes the peak needs beyond the floor, and none when the reserved
+    nodes hold the whole peak.
+    """
+    demands = floor + burst
+    row, gpu = demands[0].row, catalog.gpu(floor_key.gpu)
+    assert gpu is not None
+    node = _node_shape(row, demands[0].ask)
+    peak = _pack(demands, node, gpu.mig, _all_replicas)
+    floor_nodes = _floor_nodes(floor, node, gpu.mig, peak, peak.nodes)
+    burst_nodes = peak.nodes - floor_nodes
+    alone = _pack(floor, node, gpu.mig, lambda d: d.part.min_replicas)
+    # At the peak the reserved nodes are the ones filled first: they carry their GPUs' share of the use.
+    if demands[0].ask.mode == "mig":
+        floor_required = floor_nodes * sum(1 for layout in peak.mig_layouts if layout)
+    else:
+        floor_required = min(peak.gpus_required, floor_nodes * row.gpus)
+    floors = {id(d) for d in floor}
+    # Bounds split so that they add up to the joint bound and never exceed what each pool uses.
+    floor_lower = min(alone.lower_bound, floor_required)
+    burst_required = max(0, peak.gpus_required - floor_required)
+    floor_share = Share(peak, floor_nodes, floor_nodes, floor_required, floor_lower,
+                        floor_nodes * HOURS_PER_MONTH,
+                        lambda d: d.part.min_replicas if id(d) in floors else 0)
+    if burst_nodes == 0:
+        # The reserved nodes hold the peak: they carry every replica, and no burst pool is needed.
+        everything = Share(peak, floor_nodes, floor_nodes, peak.gpus_required, peak.lower_bound,
+                           floor_nodes * HOURS_PER_MONTH, _all_replicas,
+                           note="The reserved nodes have room for the peak as well: no on-demand burst pool.")
+        return [build_pool(floor_key, floor_name, demands, spec, cloud, catalog, prices, everything)]
+    at_least = [d for d in demands if d.part.min_replicas]
+    burst_min = max(0, _floor_nodes(at_least, node, gpu.mig, peak, peak.nodes) - floor_nodes) if any(
+        d.part.min_replicas for d in burst) else 0
+    def bursting(d: Demand) -> int:
+        return d.part.replicas - d.part.min_replicas if id(d) in floors else d.part.replicas
+
+    hours = max((_workload_hours(d.workload) for d in demands if bursting(d)), default=HOURS_PER_MONTH)
+    burst_share = Share(peak, burst_nodes, burst_min, burst_required,
+                        min(burst_required, max(0, peak.lower_bound - floor_lower)), burst_nodes * hours, bursting,
+                        why="the burst above the floor on on-demand, scaled in when idle")
+    return [build_pool(floor_key, floor_name, demands, spec, cloud, catalog, prices, floor_share),
+            build_pool(burst_key, burst_name, demands, spec, cloud, catalog, prices, burst_share)]
+
+
+def _workload_hours(workload: Workload) -> float:
+    if workload.schedule is not None:
+        return workload.schedule.active_hours_per_week * HOURS_PER_MONTH / 168
+    return workload.hours_per_month or HOURS_PER_MONTH
 
 
 def _pack(demands: list[Demand], node: NodeShape, mig, count) -> Packing:  # type: ignore[no-untyped-def]
@@ -260,9 +356,10 @@ def _taints(key: PoolKey, cloud: Cloud) -> tuple[Taint, ...]:
     return tuple(taints)
 
 
-def _reason(key: PoolKey, demands: list[Demand], row: InstanceType, sharing: Sharing) -> str:
-    whys = sorted({d.part.why for d in demands})
-    replicas = ", ".join(f"{d.workload.name} x{d.part.replicas}" for d in sorted(demands, key=lambda d: d.workload.name))
+def _reason(key: PoolKey, demands: list[Demand], row: InstanceType, sharing: Sharing,
+            carries: Callable[[Demand], int], why: str | None) -> str:
+    whys = [why] if why else sorted({d.part.why for d in demands})
+    replicas = ", ".join(f"{d.workload.name} x{carries(d)}" for d in sorted(demands, key=lambda d: d.workload.name))
     how = {
         "none": "whole GPUs",
         "time-slicing": f"time-sliced, {sharing.replicas} clients per GPU",
