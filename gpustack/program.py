@@ -15,6 +15,7 @@ provider SDKs are imported only here and below.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import pulumi
 
@@ -42,7 +43,8 @@ def main() -> None:
     plan, target = compile_target(config.require("spec"), config.require("target"))
     backend = importlib.import_module(CLOUDS.get(target.cloud).backend)
     pools = backend.declare(target, plan)
-    declare_in_cluster(config, target, plan)
+    # OKE's priority-expander ConfigMap names the node pools by id, known only from the backend.
+    declare_in_cluster(config, target, plan, {name: c.outputs.get("id") for name, c in pools.items()})
     pulumi.export("target", target.name)
     pulumi.export("cloud", target.cloud)
     pulumi.export("pools", {name: component.outputs for name, component in sorted(pools.items())})
@@ -51,7 +53,8 @@ def main() -> None:
     pulumi.export("estimated_monthly_cost_usd", round(target.cost.planned_monthly_usd, 2))
 
 
-def declare_in_cluster(config: pulumi.Config, target: TargetPlan, plan: Plan) -> None:
+def declare_in_cluster(config: pulumi.Config, target: TargetPlan, plan: Plan,
+                       node_group_ids: dict[str, Any] | None = None) -> None:
     kubeconfig = config.get_secret("kubeconfig")
     if kubeconfig is None:
         pulumi.log.info("gpustack: gpustack:kubeconfig is not set, so the in-cluster layer (GPU Operator, "
@@ -60,4 +63,4 @@ def declare_in_cluster(config: pulumi.Config, target: TargetPlan, plan: Plan) ->
         return
     from gpustack.backends import kubernetes
 
-    kubernetes.declare(target, plan, kubeconfig)
+    kubernetes.declare(target, plan, kubeconfig, node_group_ids)

@@ -13,13 +13,14 @@ The cluster is reached through a Kubernetes provider built from the secret Pulum
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import in_cluster
+from gpustack.render import autoscaling, in_cluster
 
 PROVIDER_NAME = "gpustack-kubernetes"
 # kind -> resource class; fields of the object other than apiVersion/kind become its arguments.
@@ -42,8 +43,13 @@ def resource_name(obj: dict[str, Any]) -> str:
     return f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
 
 
-def declare(target: TargetPlan, plan: Plan, kubeconfig: pulumi.Input[str]) -> dict[str, pulumi.Resource]:
-    """Declare the target's in-cluster objects; returns them by `<kind>:<resource name>`."""
+def declare(target: TargetPlan, plan: Plan, kubeconfig: pulumi.Input[str],
+            node_group_ids: Mapping[str, pulumi.Input[str]] | None = None) -> dict[str, pulumi.Resource]:
+    """Declare the target's in-cluster objects; returns them by `<kind>:<resource name>`.
+
+    `node_group_ids` (plan pool name -> the cloud's id of the created pool) completes what `gpustack
+    render` cannot write: the priority-expander ConfigMap where node groups are named by those ids (OKE).
+    """
     rendered = in_cluster(plan, target)
     provider = k8s.Provider(PROVIDER_NAME, kubeconfig=kubeconfig)
     declared: dict[str, pulumi.Resource] = {}
@@ -59,6 +65,9 @@ def declare(target: TargetPlan, plan: Plan, kubeconfig: pulumi.Input[str]) -> di
             in_namespace.setdefault(obj["metadata"]["name"], []).append(resource)
         elif namespace is not None:
             in_namespace.setdefault(namespace, []).append(resource)
+    if node_group_ids and autoscaling.needs_node_group_ids(target):
+        configmap = _priority_configmap(target, plan, node_group_ids, provider)
+        declared[f"ConfigMap:{autoscaling.AUTOSCALER_NAMESPACE}/{autoscaling.PRIORITY_CONFIGMAP}"] = configmap
     if rendered.operator is not None:
         release = rendered.operator
         # The values name the ConfigMaps of the operator's namespace: install once they exist.
@@ -74,6 +83,17 @@ def declare(target: TargetPlan, plan: Plan, kubeconfig: pulumi.Input[str]) -> di
             opts=pulumi.ResourceOptions(provider=provider, depends_on=needed),
         )
     return declared
+
+
+def _priority_configmap(target: TargetPlan, plan: Plan, node_group_ids: Mapping[str, pulumi.Input[str]],
+                        provider: k8s.Provider) -> pulumi.Resource:
+    """The priority-expander ConfigMap built from the created pools' ids (the same dict as rendered)."""
+    names = sorted(node_group_ids)
+    built = pulumi.Output.all(*(node_group_ids[n] for n in names)).apply(
+        lambda ids: autoscaling.priority_configmap(plan, target, dict(zip(names, ids))))
+    return k8s.core.v1.ConfigMap(f"{autoscaling.AUTOSCALER_NAMESPACE}/{autoscaling.PRIORITY_CONFIGMAP}",
+                                 metadata=built["metadata"], data=built["data"],
+                                 opts=pulumi.ResourceOptions(provider=provider))
 
 
 def _resource(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:

@@ -21,6 +21,7 @@ import pulumi_oci as oci
 from gpustack.backends.base import GpuNodePool
 from gpustack.clouds import oci as facts
 from gpustack.plan.model import Plan, Pool, TargetPlan
+from gpustack.render.autoscaling import needs_node_group_ids
 
 # The managed-node cloud-init: fetch OKE's own init script and pass kubelet arguments to it
 # (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengusingcustomcloudinitscripts.htm).
@@ -64,7 +65,10 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
                    bool(settings.get("image_id")), domains)
     pools = {pool.name: GpuNodePool("oci", pool, functools.partial(_node_pool, where)) for pool in target.pools}
     if settings.get("cluster_autoscaler", "addon") == "addon" and pools:
-        _autoscaler(target, [(pools[p.name].outputs["id"], p) for p in sorted(target.pools, key=lambda p: p.name)])
+        # The priority expander only together with its ConfigMap, which needs the in-cluster layer.
+        priority = needs_node_group_ids(target) and pulumi.Config("gpustack").get_secret("kubeconfig") is not None
+        _autoscaler(target, [(pools[p.name].outputs["id"], p) for p in sorted(target.pools, key=lambda p: p.name)],
+                    priority)
     return pools
 
 
@@ -155,7 +159,8 @@ def _image_date(name: str) -> tuple[int, ...]:
     return tuple(int(g) for g in match.groups()) if match else ()
 
 
-def _autoscaler(target: TargetPlan, pools: list[tuple[pulumi.Output[str], Pool]]) -> oci.containerengine.Addon:
+def _autoscaler(target: TargetPlan, pools: list[tuple[pulumi.Output[str], Pool]],
+                priority: bool = False) -> oci.containerengine.Addon:
     """OKE's Cluster Autoscaler add-on with `<min>:<max>:<node pool OCID>` for every pool of the target
     (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengconfiguringclusteraddons-configurationarguments.htm)."""
     bounds = [pulumi.Output.concat(str(p.min_nodes), ":", str(p.max_nodes), ":", pool_id) for pool_id, p in pools]
@@ -168,5 +173,7 @@ def _autoscaler(target: TargetPlan, pools: list[tuple[pulumi.Output[str], Pool]]
         configurations=[
             oci.containerengine.AddonConfigurationArgs(key="authType", value=facts.AUTOSCALER_AUTH_TYPE),
             oci.containerengine.AddonConfigurationArgs(key="nodes", value=nodes),
+            *([oci.containerengine.AddonConfigurationArgs(key="expander", value=facts.AUTOSCALER_EXPANDER)]
+              if priority else []),
         ],
     )

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import Cloud, NameRule, Setting
+from gpustack.clouds.base import Cloud, FallbackMechanism, NameRule, PRIORITY_EXPANDER, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -138,3 +138,19 @@ class EKS(Cloud):
         if len(pool.taints) > MAX_TAINTS:
             problems.append(f"{len(pool.taints)} taints; an EKS node group takes at most {MAX_TAINTS}")
         return problems
+
+    # Spot first: the Cluster Autoscaler's priority expander ranks node groups by regexes on their ids,
+    # highest priority first (https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/
+    # expander/priority/readme.md). A managed node group's id is the name of the Auto Scaling group EKS
+    # creates for it, `eks-<node group name>-<uuid>`: AWS chooses it, and the expander sees it, not the
+    # node group's name (kubernetes/autoscaler#3871; shape in terraform-aws-modules/terraform-aws-eks#3007,
+    # the bare `eks-<uuid>` of early node groups in aws/containers-roadmap#1304). gpustack does not run
+    # the autoscaler on EKS.
+    fallback_mechanism = FallbackMechanism(
+        PRIORITY_EXPANDER,
+        node_group=r"^eks-{pool}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+        node_group_example="eks-{pool}-40bbb26b-8679-eb64-d33a-4ba475413529",
+        user_action="run the Cluster Autoscaler in kube-system with --expander=priority (Helm chart "
+                    "cluster-autoscaler: extraArgs.expander=priority)",
+        source="https://github.com/kubernetes/autoscaler/issues/3871",
+    )

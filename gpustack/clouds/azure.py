@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import Cloud, Feature, NameRule, Setting
+from gpustack.clouds.base import Cloud, FallbackMechanism, Feature, NameRule, PRIORITY_EXPANDER, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -151,6 +151,21 @@ class AKS(Cloud):
         "cluster": f"the cluster name is part of the agent pool's resource id ({_FORCENEW_POOL_ID})",
         "settings.resource_group": f"the resource group is part of the agent pool's resource id ({_FORCENEW_POOL_ID})",
     }
+
+    # Spot first: AKS runs the Cluster Autoscaler itself; its expander is the cluster's autoscaler
+    # profile (ManagedCluster autoScalerProfile.expander, default `random`), which gpustack does not
+    # own, and `priority` reads kube-system/cluster-autoscaler-priority-expander (AKS blog "Scaling
+    # safely with Azure AKS spot node pools", Azure/AKS blog/_posts/2025-07-17-Scaling-safely-with-spot-on-aks.md).
+    # A node group's id is the pool's scale set, `aks-<agent pool name>-<number>-vmss` (Azure provider
+    # README note, kubernetes/autoscaler#1896; node names such as aks-nodepool1-27324113-vmss000000).
+    fallback_mechanism = FallbackMechanism(
+        PRIORITY_EXPANDER,
+        node_group=r"^aks-{pool}-[0-9]+-vmss$",
+        node_group_example="aks-{pool}-27324113-vmss",
+        user_action="set the cluster's autoscaler profile expander to priority (az aks update "
+                    "--cluster-autoscaler-profile expander=priority; ManagedCluster autoScalerProfile.expander)",
+        source="https://github.com/Azure/AKS/blob/master/blog/_posts/2025-07-17-Scaling-safely-with-spot-on-aks.md",
+    )
 
 
 def _shape_of(profile: str) -> str:

@@ -73,6 +73,28 @@ class NameRule:
         return name
 
 
+@dataclasses.dataclass(frozen=True)
+class FallbackMechanism:
+    """How the cloud's autoscaler is made to grow a spot pool first and its on-demand fallback pool only
+    when spot capacity is short (by default nothing does: the Cluster Autoscaler's `random` expander
+    picks either), and what of it is outside gpustack's reach."""
+
+    kind: str  # PRIORITY_EXPANDER | COMPUTE_CLASS
+    # PRIORITY_EXPANDER: the autoscaler's id of a pool's node group as a regex, `{pool}` standing for the
+    # pool's cloud name (RE2 and Python agree on the syntax used); None when the id exists only once the
+    # pool does (an OCID), so only the Pulumi program can name it.
+    node_group: str | None = None
+    node_group_example: str = ""  # a documented id of that shape, `{pool}` for the cloud name (tests)
+    # COMPUTE_CLASS: the node label and taint key that tie a pool to its class.
+    pool_marker: str | None = None
+    user_action: str = ""  # what the user must set, which gpustack does not own
+    source: str = ""
+
+
+PRIORITY_EXPANDER = "priority-expander"
+COMPUTE_CLASS = "compute-class"
+
+
 class Cloud:
     """Base class of a cloud: facts as class attributes, each next to its source.
 
@@ -103,6 +125,8 @@ class Cloud:
     # plan field -> why, with the source. Fields: instance_type, gpu, gpus_per_node, capacity,
     # sharing.mode, sharing.replicas, sharing.mig, labels, taints, cluster, settings.<name>.
     replacing_changes: ClassVar[Mapping[str, str]] = {}
+    # How spot pools are preferred over their fallback pools (None: nothing known; the plan says so).
+    fallback_mechanism: ClassVar[FallbackMechanism | None] = None
 
     def supports(self, feature: Feature) -> bool:
         return feature not in self.unsupported

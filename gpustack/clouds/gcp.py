@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import Cloud, Feature, NameRule, Setting
+from gpustack.clouds.base import COMPUTE_CLASS, Cloud, FallbackMechanism, Feature, NameRule, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -87,8 +87,9 @@ RESERVATION_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-",
 _GCE_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 _GCE_LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
 MAX_RESOURCE_LABELS = 64
-# Keys that are gpustack's and NVIDIA's own, kept off cloud labels (as backends.base.attribution does).
-_OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/")
+# Keys that are gpustack's, NVIDIA's and GKE's own (the ComputeClass label), kept off cloud labels (as
+# Pool.attribution does).
+_OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/", "cloud.google.com/")
 
 
 def accelerator_type(gpu: str, machine_type: str) -> str | None:
@@ -239,3 +240,16 @@ class GKE(Cloud):
             problems.append(f"max_shared_clients_per_gpu: {replicas} clients per GPU; GKE takes "
                             f"{MIN_SHARED_CLIENTS_PER_GPU} to {self.max_shared_clients_per_gpu}")
         return problems + label_problems(resource_labels(pool))
+
+    # Spot first: GKE's autoscaler has no priority expander; a custom ComputeClass (cloud.google.com/v1)
+    # lists node pools in priority order and GKE falls back to the next when one cannot scale up
+    # (GKE 1.30.3-gke.1451000 or later, Standard and Autopilot). Node pools created by hand join a class
+    # with the node label and the NoSchedule taint `cloud.google.com/compute-class=<class>`, and pods
+    # select it with that node selector (about-custom-compute-classes#gke-standard-pools-compute-classes).
+    fallback_mechanism = FallbackMechanism(
+        COMPUTE_CLASS,
+        pool_marker="cloud.google.com/compute-class",
+        user_action="run GKE 1.30.3-gke.1451000 or later and select the class in the pods "
+                    "(nodeSelector cloud.google.com/compute-class: <class>)",
+        source="https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes",
+    )

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import Cloud, Feature, NameRule, Setting
+from gpustack.clouds.base import Cloud, FallbackMechanism, Feature, NameRule, PRIORITY_EXPANDER, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -34,6 +34,9 @@ NODE_SOURCE_TYPE = "IMAGE"
 # The add-on authenticates as the node it runs on (a dynamic group + policy, see docs/deploy.md).
 AUTOSCALER_AUTH_TYPE = "instance"
 AUTOSCALER_ADDON = "ClusterAutoscaler"  # the add-on name of `oci ce cluster install-addon --addon-name`
+# The add-on's `expander` when a target has fallback pools: the priority expander ranks spot pools first
+# (the add-on's default is `random`; configuration-arguments-cluster-autoscaler.htm).
+AUTOSCALER_EXPANDER = "priority"
 
 
 def node_pool_enums(pool: "Pool") -> dict[str, str | None]:
@@ -98,3 +101,20 @@ class OKE(Cloud):
             problems.append(f"a preemptible pool cannot use {pool.instance_type}: {reason}")
         problems.extend(check_enums(node_pool_enums(pool), ALLOWED, "OKE"))
         return problems
+
+    # Spot first: the Cluster Autoscaler add-on takes `expander` (default `random`; `price` unsupported:
+    # docs.oracle.com .../configuration-arguments-cluster-autoscaler.htm), and its node groups are the
+    # node pools by OCID (the `nodes` argument; nodePool.Id() in kubernetes/autoscaler
+    # cluster-autoscaler/cloudprovider/oci/nodepools/oci_node_pool.go). An OCID exists only once the
+    # pool does, so only the Pulumi program can write the priority ConfigMap, never `gpustack render`.
+    fallback_mechanism = FallbackMechanism(
+        PRIORITY_EXPANDER,
+        node_group=None,
+        node_group_example="ocid1.nodepool.oc1.iad.aaaaaaaaexamplenodepoolid",
+        user_action="declare the in-cluster layer with Pulumi (gpustack:kubeconfig): the program then sets the "
+                    "Cluster Autoscaler add-on's expander to priority and writes the ConfigMap with the pools' "
+                    "OCIDs; without it (or with settings.cluster_autoscaler: none) set expander=priority and "
+                    "create kube-system/cluster-autoscaler-priority-expander yourself from the OCIDs in "
+                    "`pulumi stack output pools`",
+        source="https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/configuration-arguments-cluster-autoscaler.htm",
+    )

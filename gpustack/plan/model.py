@@ -13,8 +13,9 @@ from typing import Any
 from gpustack.spec.model import HOURS_PER_MONTH
 
 Pairs = tuple[tuple[str, str], ...]
-# Label keys gpustack and NVIDIA's tools own; every other label of a pool is an attribution label.
-OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/")
+# Label keys gpustack, NVIDIA's tools and GKE own (GKE: the pool's ComputeClass); every other label of a
+# pool is an attribution label.
+OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/", "cloud.google.com/")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,6 +15,7 @@ from gpustack.catalog import Catalog, GpuModel, load_catalog
 from gpustack.clouds import CLOUDS, Cloud, Feature, NameRule
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
+from gpustack.plan import fallback
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, capacity_parts, choose_instance
 from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
@@ -88,6 +89,11 @@ class _TargetPlanner:
         pools.sort(key=lambda p: p.name)
         self.check_names(pools)
         self.check_reservation_settings(pools)
+        pools = list(fallback.mark_pools(pools, self.cloud))  # GKE: the pools' ComputeClass label and taint
+        found, unordered = fallback.notes(pools, self.cloud)
+        self.notes.extend(found)
+        for message in unordered:
+            self.warn("fallback-unordered", message)
         for pool in pools:
             for message in self.cloud.check_pool(pool):
                 self.problem(None, "", f"pool {pool.name!r}: {message}")

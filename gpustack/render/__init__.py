@@ -4,7 +4,9 @@ program declare, built from the plan only (no Pulumi import here).
 - GPU Operator (operator.py): a Helm release with pinned chart and values, where the cloud does not
   share GPUs natively; its namespace and the NVIDIA configs it reads (nvidia.py);
 - dev auto-stop (autostop.py): CronJobs and their RBAC, on every cloud;
-- idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud.
+- idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud;
+- spot first, on-demand fallback (autoscaling.py): the Cluster Autoscaler's priority-expander
+  ConfigMap, or GKE ComputeClasses, for targets with fallback pools.
 
 `in_cluster(plan, target)` returns every object in a stable order (apply order: namespaces first),
 so two runs give the same objects, and the same bytes once dumped.
@@ -17,7 +19,7 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import alerts, autostop, nvidia, operator
+from gpustack.render import alerts, autoscaling, autostop, nvidia, operator
 from gpustack.render.common import metadata, object_labels
 from gpustack.render.operator import HelmRelease
 
@@ -26,8 +28,8 @@ from gpustack.render.operator import HelmRelease
 KUBERNETES_VERSION = "1.31.0"
 GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every cloud
 # Apply order of the kinds gpustack emits.
-KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ServiceAccount": 30, "Role": 31, "RoleBinding": 32,
-              "CronJob": 40, "PrometheusRule": 50}
+KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30, "Role": 31,
+              "RoleBinding": 32, "CronJob": 40, "PrometheusRule": 50}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +59,7 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
         objects.append(namespace(plan, target, release.namespace, privileged=True))
         objects.extend(nvidia.configmaps(plan, target, release.namespace))
     objects.extend(autostop.objects(plan, target))
+    objects.extend(autoscaling.objects(plan, target))
     rule = alerts.prometheus_rule(plan, target, GPUSTACK_NAMESPACE)
     if rule is not None:
         objects.append(namespace(plan, target, GPUSTACK_NAMESPACE))

@@ -1,0 +1,120 @@
+"""Fallback pools: which spot pools an on-demand fallback pool backs, and what makes the autoscaler grow
+the spot pool first on the target's cloud (`Cloud.fallback_mechanism`).
+
+A fallback pool is left out of the cost estimate because it runs only when spot capacity is short.
+That is true only where something ranks the spot pools first: with the Cluster Autoscaler's default
+`random` expander an on-demand fallback node starts about as often as a spot one. Each target with
+fallback pools gets a note naming the mechanism and what the user must set, taken from the cloud's
+fact; a cloud without one gets a warning instead.
+
+A group holds the spot and fallback pools of one kind, GPU, sharing and schedule that share a
+workload; its name depends on those four only, so adding a workload never renames it (on GKE the
+name is a node label of the pools and the name of their ComputeClass).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import Sequence
+
+from gpustack.clouds.base import COMPUTE_CLASS, Cloud, NameRule
+from gpustack.plan.model import Pool, Taint
+
+GROUP_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-",
+                       "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names")
+
+
+@dataclasses.dataclass(frozen=True)
+class FallbackGroup:
+    name: str
+    spot: tuple[Pool, ...]  # grown first
+    fallback: tuple[Pool, ...]  # grown only when no spot pool of the group can grow
+
+
+def _group_key(pool: Pool) -> tuple:
+    profiles = tuple(sorted({p for group in pool.sharing.mig for p, _ in group.layout}))
+    schedule = (pool.schedule.days, pool.schedule.hours, pool.schedule.timezone) if pool.schedule else None
+    return pool.kind, pool.gpu, pool.sharing.mode, pool.sharing.replicas, profiles, schedule
+
+
+def _group_name(pool: Pool) -> str:
+    kind, gpu, mode, replicas, profiles, schedule = _group_key(pool)
+    parts = ["gpustack", kind, gpu]
+    if mode in ("time-slicing", "mps"):
+        parts.append(f"{'ts' if mode == 'time-slicing' else 'mps'}{replicas}")
+    elif mode == "mig":
+        parts.append("mig-" + "-".join(profiles))
+    if schedule:
+        parts.append("w" + hashlib.sha256("|".join(schedule).encode()).hexdigest()[:6])
+    readable = re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
+    return GROUP_NAMES.make(repr((kind, gpu, mode, replicas, profiles, schedule)), readable)
+
+
+def fallback_groups(pools: Sequence[Pool]) -> tuple[FallbackGroup, ...]:
+    """The target's fallback groups, by name; empty when it has no fallback pool."""
+    fallback = [p for p in pools if p.role == "fallback"]
+    backed = {w for p in fallback for w in p.workloads}
+    spot = [p for p in pools if p.capacity == "spot" and backed & set(p.workloads)]
+    by_key: dict[tuple, list[Pool]] = {}
+    for pool in spot + fallback:
+        by_key.setdefault(_group_key(pool), []).append(pool)
+    groups = []
+    for members in by_key.values():
+        spot_pools = tuple(sorted((p for p in members if p.role != "fallback"), key=lambda p: p.name))
+        fallback_pools = tuple(sorted((p for p in members if p.role == "fallback"), key=lambda p: p.name))
+        groups.append(FallbackGroup(_group_name(members[0]), spot_pools, fallback_pools))
+    return tuple(sorted(groups, key=lambda g: g.name))
+
+
+def mark_pools(pools: Sequence[Pool], cloud: Cloud) -> tuple[Pool, ...]:
+    """Where the cloud ties pools to a class by node label and taint (GKE ComputeClass), the pools of
+    each fallback group carry `<marker>=<group name>` as both; elsewhere the pools are unchanged."""
+    mechanism = cloud.fallback_mechanism
+    if mechanism is None or mechanism.kind != COMPUTE_CLASS or mechanism.pool_marker is None:
+        return tuple(pools)
+    marker = mechanism.pool_marker
+    group_of = {p.name: g.name for g in fallback_groups(pools) for p in g.spot + g.fallback}
+    marked = []
+    for pool in pools:
+        name = group_of.get(pool.name)
+        if name is not None:
+            pool = dataclasses.replace(pool, labels=tuple(sorted({**dict(pool.labels), marker: name}.items())),
+                                       taints=pool.taints + (Taint(marker, name, "NoSchedule"),))
+        marked.append(pool)
+    return tuple(marked)
+
+
+def _names(pools: Sequence[Pool]) -> str:
+    return ", ".join(p.cloud_name for p in pools)
+
+
+def notes(pools: Sequence[Pool], cloud: Cloud) -> tuple[list[str], list[str]]:
+    """(notes, warnings) on the target's fallback groups: what makes each fallback wait for spot here."""
+    mechanism = cloud.fallback_mechanism
+    found: list[str] = []
+    warnings: list[str] = []
+    for group in fallback_groups(pools):
+        which = f"Fallback pool(s) {_names(group.fallback)} back spot pool(s) {_names(group.spot) or '(none)'}"
+        if mechanism is None:
+            warnings.append(f"{which}, but nothing known on {cloud.display_name} makes the autoscaler grow the spot "
+                            "pools first: the fallback may start as often as spot, and its cost is not in the "
+                            "estimate.")
+            continue
+        if mechanism.kind == COMPUTE_CLASS:
+            how = (f"they form the ComputeClass {group.name} (spot pools first, the fallback when they cannot "
+                   f"grow), and gpustack labels and taints them {mechanism.pool_marker}={group.name}")
+        elif mechanism.node_group is not None:
+            how = ("the Cluster Autoscaler's priority expander grows the spot pools first: gpustack writes "
+                   "kube-system/cluster-autoscaler-priority-expander, which ranks their node groups above the "
+                   "fallback's")
+        else:
+            how = ("the Cluster Autoscaler's priority expander grows the spot pools first, ranked in "
+                   "kube-system/cluster-autoscaler-priority-expander; its regexes name node groups by ids that "
+                   "exist only once the pools do, so `gpustack render` cannot write it")
+        action = mechanism.user_action.replace("<class>", group.name)
+        found.append(f"{which}: the fallback runs only when spot is short because {how}. You must {action}. "
+                     "The pods must tolerate the spot taint and must not pin a single pool (docs/in-cluster.md, "
+                     f"\"Spot first, on-demand fallback\"; {mechanism.source}).")
+    return found, warnings

@@ -1,0 +1,117 @@
+"""Spot first, on-demand fallback: the objects that make the autoscaler grow a fallback group's spot
+pools first and its fallback pools only when they cannot grow (`gpustack.plan.fallback`), per the
+cloud's `fallback_mechanism`:
+
+- priority expander (EKS, AKS, OKE): the Cluster Autoscaler's ConfigMap
+  `cluster-autoscaler-priority-expander` (key `priorities`: priority -> regexes of node-group ids;
+  the highest priority whose regex matches wins, ties at random). It must sit in the autoscaler's
+  namespace: kube-system on AKS, in the upstream manifests, and (unconfirmed) in OKE's add-on; it is
+  reloaded on change (https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/expander/priority/readme.md).
+  Regexes are searched, not matched whole (`FindStringIndex` in expander/priority/priority.go), so
+  every one is anchored. A node group that no regex matches is dropped whenever a matching one could
+  take the pod ("The group won't be used", priority.go), so `.*` at the lowest priority keeps the
+  cluster's other node groups eligible, below gpustack's (the highest matching priority counts since
+  kubernetes/autoscaler#3308).
+- ComputeClass (GKE): one `cloud.google.com/v1` ComputeClass per group, its spot pools as the first
+  priority and its fallback pools as the second; the planner labelled and tainted the pools with the
+  class name.
+
+Where the node-group ids exist only once the pools do (OKE: node pool OCIDs), `gpustack render` writes
+nothing; the Pulumi program passes the ids in (`node_group_ids`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from gpustack.clouds import CLOUDS
+from gpustack.clouds.base import COMPUTE_CLASS, PRIORITY_EXPANDER, FallbackMechanism
+from gpustack.plan.fallback import FallbackGroup, fallback_groups
+from gpustack.plan.model import Plan, TargetPlan
+from gpustack.render.common import metadata, object_labels
+
+PRIORITY_CONFIGMAP = "cluster-autoscaler-priority-expander"
+AUTOSCALER_NAMESPACE = "kube-system"
+SPOT_PRIORITY = 30
+FALLBACK_PRIORITY = 20
+OTHER_PRIORITY = 1  # every other node group of the cluster
+OTHER_NODE_GROUPS = ".*"
+COMPUTE_CLASS_API = "cloud.google.com/v1"
+
+
+def literal(text: str) -> str:
+    """`text` as a regex matching itself, escaping only metacharacters (the same in Go's RE2 and Python)."""
+    return re.sub(r"([\\.+*?()|\[\]{}^$])", r"\\\1", text)
+
+
+def node_group_regex(mechanism: FallbackMechanism, cloud_name: str) -> str:
+    """The anchored regex of the autoscaler's node-group id of the pool named `cloud_name`."""
+    assert mechanism.node_group is not None
+    return mechanism.node_group.replace("{pool}", literal(cloud_name))
+
+
+def priorities_text(spot: list[str], fallback: list[str]) -> str:
+    """The ConfigMap's `priorities` value: regexes per priority, highest first."""
+    table = {SPOT_PRIORITY: sorted(spot), FALLBACK_PRIORITY: sorted(fallback), OTHER_PRIORITY: [OTHER_NODE_GROUPS]}
+    return yaml.safe_dump(table, sort_keys=False, default_flow_style=False, width=1000)
+
+
+def priority_configmap(plan: Plan, target: TargetPlan,
+                       node_group_ids: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The priority-expander ConfigMap of the target, or None when the cloud does not use one, the
+    target has no fallback pool, or the node-group ids are not known here (and not given)."""
+    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
+    groups = fallback_groups(target.pools)
+    if mechanism is None or mechanism.kind != PRIORITY_EXPANDER or not groups:
+        return None
+    if mechanism.node_group is not None:
+        regex = lambda pool: node_group_regex(mechanism, pool.cloud_name)  # noqa: E731
+    elif node_group_ids is not None:
+        regex = lambda pool: f"^{literal(node_group_ids[pool.name])}$"  # noqa: E731
+    else:
+        return None
+    spot = [regex(p) for g in groups for p in g.spot]
+    fallback = [regex(p) for g in groups for p in g.fallback]
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(PRIORITY_CONFIGMAP, object_labels(plan, target), AUTOSCALER_NAMESPACE),
+        "data": {"priorities": priorities_text(spot, fallback)},
+    }
+
+
+def needs_node_group_ids(target: TargetPlan) -> bool:
+    """Whether the target's priority ConfigMap can be written only with the ids of created pools."""
+    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
+    return (mechanism is not None and mechanism.kind == PRIORITY_EXPANDER and mechanism.node_group is None
+            and bool(fallback_groups(target.pools)))
+
+
+def compute_class(plan: Plan, target: TargetPlan, group: FallbackGroup) -> dict[str, Any]:
+    priorities = [{"nodepools": [p.cloud_name for p in pools]} for pools in (group.spot, group.fallback) if pools]
+    return {
+        "apiVersion": COMPUTE_CLASS_API,
+        "kind": "ComputeClass",
+        "metadata": metadata(group.name, object_labels(plan, target)),
+        "spec": {
+            "priorities": priorities,
+            # Only the group's pools, never a node pool GKE would create for the class.
+            "nodePoolAutoCreation": {"enabled": False},
+            "whenUnsatisfiable": "DoNotScaleUp",
+        },
+    }
+
+
+def objects(plan: Plan, target: TargetPlan) -> list[dict[str, Any]]:
+    """What `gpustack render` and the Pulumi program write for the target's fallback groups."""
+    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
+    if mechanism is None:
+        return []
+    if mechanism.kind == COMPUTE_CLASS:
+        return [compute_class(plan, target, g) for g in fallback_groups(target.pools)]
+    configmap = priority_configmap(plan, target)
+    return [configmap] if configmap is not None else []
