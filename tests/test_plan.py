@@ -301,3 +301,18 @@ def test_memory_shares_divide_what_the_driver_reports_not_the_nominal_size():
     serve["gpu_memory"] = "11Gi"
     [pool] = plan_of([serve]).targets[0].pools
     assert (pool.sharing.mode, pool.sharing.replicas, pool.gpus.required) == ("time-slicing", 2, 1)
+
+
+def test_a_pinned_instance_type_holds_whatever_the_replica_count():
+    # Left to itself the choice follows the replica count (a new type = a new node pool); a pin fixes it.
+    serve = {"name": "chat", "kind": "inference", "gpu": "A100-80GB", "mig": "3g.40gb", "cpu": 6, "memory": "48Gi",
+             "replicas": {"min": 0, "max": 1}, "instance_types": {"gke": "a2-ultragpu-4g"}}
+    for peak in (1, 3, 9, 20):
+        serve["replicas"]["max"] = peak
+        pools = plan_of([serve], ("gcp",)).targets[0].pools
+        assert {p.instance_type for p in pools} == {"a2-ultragpu-4g"}, peak
+
+
+def test_a_pin_for_another_cloud_changes_nothing_here():
+    train = {**TRAINING, "instance_types": {"azure": "Standard_ND96isr_H100_v5"}}
+    assert plan_of([train]).targets[0].pools[0].instance_type == "p5.48xlarge"

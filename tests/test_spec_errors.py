@@ -44,7 +44,7 @@ def test_unknown_key_names_place_and_suggests():
         f"{at(text, 'chekpointing')}: workloads[0].chekpointing: unknown key 'chekpointing' (did you mean "
         "'checkpointing'?); allowed here: name, kind, gpu, gpus, gpu_memory, mig, gpu_fraction, cpu, memory, "
         "replicas, checkpointing, schedule, hours_per_month, runs_per_month, requests_per_hour, labels, capacity, "
-        "sharing, namespace")
+        "sharing, namespace, instance_types")
 
 
 def test_bad_enum_value_suggests():
@@ -283,3 +283,22 @@ def test_a_spot_override_above_on_demand_is_refused():
 def test_a_vanishing_fraction_is_refused():
     text = spec_text([{"name": "s", "kind": "inference", "gpu": "T4", "gpu_fraction": 0.0001}])
     assert "0.0001 is less than 0.01 of a GPU" in error(text)
+
+
+def test_a_pinned_instance_type_must_exist_with_the_workloads_gpu():
+    text = spec_text([{**TRAIN, "instance_types": {"eks": "p4de.24xlarge"}}])
+    assert error(text) == (f"{at(text, 'p4de.24xlarge')}: workloads[0].instance_types.eks: 'p4de.24xlarge' has "
+                           "A100-80GB GPUs, not H100 (target 'aws-t') (did you mean 'p5.4xlarge'?); H100 types there: "
+                           "p5.48xlarge, p5.4xlarge")
+    text = spec_text([{**TRAIN, "instance_types": {"awz": "p5.48xlarge"}}])
+    assert "workloads[0].instance_types.awz: 'awz' is not allowed (did you mean 'aws'?)" in error(text)
+
+
+def test_a_pinned_instance_type_that_cannot_hold_a_replica_is_located():
+    from gpustack.plan import build_plan
+
+    text = spec_text([{**TRAIN, "instance_types": {"aws": "p5.4xlarge"}}])
+    with pytest.raises(SpecError) as info:
+        build_plan(load_text(text, "spec.yaml"))
+    assert "the pinned instance type p5.4xlarge (1 GPUs" in str(info.value)
+    assert "does not hold one replica (8 GPU(s))" in str(info.value)

@@ -125,10 +125,12 @@ class _TargetPlanner:
         for part in parts:
             if part.role == "fallback" and main_on_demand:
                 continue  # the main part already runs on on-demand: no fallback needed
-            choice = choose_instance(self.rows, gpu, ask, part.replicas, part.capacity, self.cloud,
-                                     self.prices)
+            pinned = workload.pinned_instance(self.target.cloud)
+            rows = tuple(r for r in self.rows if r.name == pinned) if pinned else self.rows
+            choice = choose_instance(rows, gpu, ask, part.replicas, part.capacity, self.cloud, self.prices)
             if choice is None:
-                self.problem(workload, "gpus" if ask.mode == "none" else "gpu", self.no_fit_message(workload, gpu, ask))
+                self.problem(workload, "gpus" if ask.mode == "none" else "gpu",
+                             self.no_fit_message(workload, gpu, ask, pinned))
                 return []
             if choice.fallback_reason:
                 self.warn("spot-unavailable", f"{workload.name!r} asked for spot, but {choice.fallback_reason}: it "
@@ -144,17 +146,20 @@ class _TargetPlanner:
             out.append((key, Demand(workload, ask, part, choice.row, hours)))
         return out
 
-    def no_fit_message(self, workload: Workload, gpu: GpuModel, ask: Ask) -> str:
-        rows = [r for r in self.rows if r.gpu == gpu.name]
+    def no_fit_message(self, workload: Workload, gpu: GpuModel, ask: Ask, pinned: str | None = None) -> str:
+        rows = [r for r in self.rows if r.gpu == gpu.name and (pinned is None or r.name == pinned)]
         biggest = max(rows, key=lambda r: (r.gpus, r.vcpus, r.memory_gib))
         want = [f"{ask.gpus} GPU(s)" if ask.mode == "none" else f"a {ask.mode} share"]
         if ask.cpu:
             want.append(f"{ask.cpu:g} CPU")
         if ask.memory_gib:
             want.append(f"{ask.memory_gib:g}Gi memory")
+        size = (f"{biggest.name} ({biggest.gpus} GPUs, {biggest.vcpus:g} vCPU, {biggest.memory_gib:g} GiB, less "
+                "what the node keeps for itself)")
+        if pinned:
+            return f"the pinned instance type {size} does not hold one replica ({', '.join(want)})"
         return (f"no {self.cloud.display_name} instance type in {self.target.region} with {gpu.name} holds one "
-                f"replica ({', '.join(want)}); the largest is {biggest.name} ({biggest.gpus} GPUs, "
-                f"{biggest.vcpus:g} vCPU, {biggest.memory_gib:g} GiB, less what the node keeps for itself)")
+                f"replica ({', '.join(want)}); the largest is {size}")
 
     def key(self, workload: Workload, gpu: GpuModel, ask: Ask, part: Part, instance: str) -> PoolKey:
         row = self.catalog.instance(self.target.cloud, self.target.region, instance)

@@ -42,7 +42,7 @@ TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
-                     "sharing", "namespace")
+                     "sharing", "namespace", "instance_types")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 
 
@@ -85,6 +85,8 @@ class _SpecReader(Reader):
         if self.problems:
             raise SpecError(self.problems)
         self.check_offered(targets, workloads)
+        if not self.problems:
+            self.check_pins(targets, workloads)
         self.check_prices_used(pricing, targets)
         if self.problems:
             raise SpecError(self.problems)
@@ -261,14 +263,30 @@ class _SpecReader(Reader):
         if sharing and kind and gpu:
             self.sharing_fits(field["sharing"], sharing, kind, gpu, forms, mig)
         namespace = self.dns_label(field["namespace"], value["namespace"]) if "namespace" in value else "default"
+        pins = self.instance_pins(field["instance_types"], value["instance_types"]) if "instance_types" in value else ()
         if len(self.problems) > before:
             return BAD
         return Workload(
             name=name, kind=kind, gpu=gpu.name, gpus=gpus, gpu_memory_gib=gpu_memory, mig=mig,
             gpu_fraction=gpu_fraction, cpu=cpu, memory_gib=memory, replicas=replicas, checkpointing=checkpointing,
             schedule=schedule, hours_per_month=hours, runs_per_month=runs, requests_per_hour=requests,
-            labels=labels, capacity=capacity, sharing=sharing, namespace=namespace, index=index,
+            labels=labels, capacity=capacity, sharing=sharing, namespace=namespace, index=index, instance_types=pins,
         )
+
+    def instance_pins(self, path: Path, value: Any) -> Any:
+        """{cloud: instance type}: clouds by name or alias; the types are checked per target later."""
+        if not isinstance(value, dict):
+            return self.problem(path, "expected a mapping of cloud to instance type, e.g. {aws: p4de.24xlarge}")
+        pins = []
+        for key, name in value.items():
+            if path + (key,) in self.doc.typed_keys:
+                self.typed_key_problem(path + (key,))
+                continue
+            cloud = self.choice(path + (key,), key, CLOUDS.names(), CLOUDS.aliases())
+            instance = self.string(path + (key,), name)
+            if cloud and instance:
+                pins.append((cloud, instance))
+        return tuple(sorted(pins))
 
     def gpu(self, path: Path, value: Any) -> Any:
         if not isinstance(value, str):
@@ -447,6 +465,27 @@ class _SpecReader(Reader):
                              f"no target offers {name!r} (the targets are in {regions}): this price would never be "
                              "used", at_key=True)
 
+    def check_pins(self, targets: list[Target], workloads: list[Workload]) -> None:
+        """A pinned instance type must exist where the workload runs, with the workload's GPU."""
+        by_name = {w.name: w for w in workloads}
+        for target in targets:
+            for name in target.workloads:
+                workload = by_name[name]
+                pinned = workload.pinned_instance(target.cloud)
+                if pinned is None:
+                    continue
+                row = self.catalog.instance(target.cloud, target.region, pinned)
+                if row is not None and row.gpu == workload.gpu:
+                    continue
+                offered = sorted(r.name for r in self.catalog.in_region(target.cloud, target.region)
+                                 if r.gpu == workload.gpu)
+                why = (f"has {row.gpu} GPUs, not {workload.gpu}" if row is not None
+                       else f"is not in the catalog for {target.region}")
+                path = ("workloads", workload.index, "instance_types", pinned_key(self.doc, workload.index,
+                                                                                  target.cloud))
+                self.problem(path, f"{pinned!r} {why} (target {target.name!r}){did_you_mean(pinned, offered)}; "
+                                   f"{workload.gpu} types there: {one_of(offered)}")
+
     def check_offered(self, targets: list[Target], workloads: list[Workload]) -> None:
         by_name = {w.name: w for w in workloads}
         for target in targets:
@@ -462,6 +501,12 @@ class _SpecReader(Reader):
                     self.doc.where(("workloads", workload.index, "gpu")), f"workloads[{workload.index}].gpu",
                     f"{workload.gpu} is not offered by {cloud.display_name} in {target.region} (target "
                     f"{target.name!r}); the catalog has it in: {where or 'no region'}"))
+
+
+def pinned_key(doc: Document, index: int, cloud: str) -> str:
+    """The key the spec used for `cloud` in workloads[index].instance_types (a name or an alias)."""
+    written = doc.data["workloads"][index]["instance_types"]
+    return next((k for k in written if CLOUDS.get(k).name == cloud), cloud)
 
 
 def location_of(spec: Spec, path: Path) -> Location | None:

@@ -101,6 +101,12 @@ class Workload:
     sharing: SharingMode | None
     namespace: str
     index: int  # position in the spec, for locating messages only (never used for identity)
+    # cloud -> instance type: pins the choice, so a change of replicas never moves the workload to
+    # another instance type (and so another node pool)
+    instance_types: tuple[tuple[str, str], ...] = ()
+
+    def pinned_instance(self, cloud: str) -> str | None:
+        return dict(self.instance_types).get(cloud)
 
     @property
     def fractional(self) -> bool:
