@@ -15,15 +15,12 @@ name is a node label of the pools and the name of their ComputeClass).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import re
 from collections.abc import Sequence
 
-from gpustack.clouds.base import COMPUTE_CLASS, Cloud, NameRule
+from gpustack.clouds.base import COMPUTE_CLASS, Cloud
 from gpustack.plan.model import Pool, Taint
+from gpustack.plan.pools import PLAN_NAMES, schedule_tag, shares_tag, slug
 
-GROUP_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-",
-                       "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,13 +40,13 @@ def _group_name(pool: Pool) -> str:
     kind, gpu, mode, replicas, profiles, schedule = _group_key(pool)
     parts = ["gpustack", kind, gpu]
     if mode in ("time-slicing", "mps"):
-        parts.append(f"{'ts' if mode == 'time-slicing' else 'mps'}{replicas}")
+        parts.append(shares_tag(mode, replicas))
     elif mode == "mig":
         parts.append("mig-" + "-".join(profiles))
     if schedule:
-        parts.append("w" + hashlib.sha256("|".join(schedule).encode()).hexdigest()[:6])
-    readable = re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
-    return GROUP_NAMES.make(repr((kind, gpu, mode, replicas, profiles, schedule)), readable)
+        parts.append(schedule_tag(schedule))
+    readable = slug("-".join(parts))
+    return PLAN_NAMES.make(repr((kind, gpu, mode, replicas, profiles, schedule)), readable)
 
 
 def fallback_groups(pools: Sequence[Pool]) -> tuple[FallbackGroup, ...]:

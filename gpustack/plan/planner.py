@@ -12,20 +12,19 @@ import dataclasses
 from collections import defaultdict
 
 from gpustack.catalog import Catalog, GpuModel, load_catalog
-from gpustack.clouds import CLOUDS, Cloud, Feature, NameRule
+from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
 from gpustack.plan import fallback
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, capacity_parts, choose_instance
 from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
-from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool
+from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target, Workload
 from gpustack.spec.yamlsource import path_str
 
 # Plan pool names double as label values (gpustack.dev/pool) and NVIDIA config names: DNS labels.
-_PLAN_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-", "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/")
 
 
 def build_plan(spec: Spec, catalog: Catalog | None = None) -> Plan:
@@ -169,7 +168,7 @@ class _TargetPlanner:
             one_profile = not self.cloud.supports(Feature.MIG_MIXED_LAYOUTS) or row.gpus == 1
             sharing = f"mig-{ask.profile.name}" if one_profile else "mig"
         elif ask.mode in ("time-slicing", "mps"):
-            sharing = f"{'ts' if ask.mode == 'time-slicing' else 'mps'}{ask.shares_per_gpu}"
+            sharing = shares_tag(ask.mode, ask.shares_per_gpu)
         else:
             sharing = "whole"
         schedule = workload.schedule
@@ -186,7 +185,7 @@ class _TargetPlanner:
 
     # -- per pool -----------------------------------------------------------------------------
     def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:
-        name = _PLAN_NAMES.make(key.readable(), key.readable())
+        name = key.name()
         try:
             return build_pool(key, name, demands, self.spec, self.cloud, self.catalog, self.prices)
         except ValueError as exc:
@@ -201,7 +200,7 @@ class _TargetPlanner:
 
     def floor_and_burst(self, floor: PoolKey, demands: list[Demand], burst: PoolKey,
                         burst_demands: list[Demand]) -> list[Pool]:
-        names = [_PLAN_NAMES.make(k.readable(), k.readable()) for k in (floor, burst)]
+        names = [floor.name(), burst.name()]
         try:
             return build_floor_and_burst(floor, names[0], burst, names[1], demands, burst_demands, self.spec,
                                          self.cloud, self.catalog, self.prices)
@@ -217,12 +216,10 @@ class _TargetPlanner:
         for (kind, gpu, capacity, instance), profiles in sorted(groups.items()):
             if len(profiles) < 2:
                 continue
-            row = self.catalog.instance(self.target.cloud, self.target.region, instance)
             why = (self.cloud.unsupported.get(Feature.MIG_MIXED_LAYOUTS)
                    or f"{instance} has one GPU per node, and every node of a pool has the same MIG layout")
             self.notes.append(f"{kind} MIG replicas on {gpu} ({capacity}, {instance}) are split into one pool per "
                               f"profile ({', '.join(sorted(profiles))}): {why}.")
-            del row
 
     def check_names(self, pools: list[Pool]) -> None:
         seen: dict[str, str] = {}

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from gpustack.catalog import Catalog, InstanceType
 from gpustack.catalog.mig import InvalidLayout, MigModel
-from gpustack.clouds import Cloud, Feature
+from gpustack.clouds import Cloud, Feature, NameRule
 from gpustack.plan.asks import Ask
 from gpustack.plan.bounds import ceil_bound
 from gpustack.plan.choices import Part
@@ -29,6 +29,10 @@ POOL_LABEL = "gpustack.dev/pool"
 CHECKPOINTING_LABEL = "gpustack.dev/checkpointing"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# Plan pool names (and fallback group names) double as label values (gpustack.dev/pool) and NVIDIA
+# config names: DNS labels.
+PLAN_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-",
+                      "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/")
 _CAPACITY_TAGS = {"spot": "spot", "on-demand": "ondemand", "reserved": "reserved"}
 _KIND_TAGS = {"training": "train", "fine-tuning": "tune", "inference": "infer", "notebook": "notebook"}
 
@@ -49,17 +53,31 @@ class PoolKey:
         parts = [_KIND_TAGS[self.kind], self.gpu, "" if self.sharing == "whole" else self.sharing,
                  "fallback" if self.fallback else _CAPACITY_TAGS[self.capacity], self.instance]
         if self.schedule:
-            parts.append("w" + hashlib.sha256("|".join(self.schedule).encode()).hexdigest()[:6])
-        return "-".join(_slug(p) for p in parts if p)
+            parts.append(schedule_tag(self.schedule))
+        return "-".join(slug(p) for p in parts if p)
+
+    def name(self) -> str:
+        """The plan pool name: the readable form, shortened stably when too long for a label value."""
+        return PLAN_NAMES.make(self.readable(), self.readable())
 
     def compact(self) -> str:
         """A few letters for clouds with very short pool names: kind, capacity, GPU."""
         capacity = "f" if self.fallback else self.capacity[0]
-        return f"{self.kind[0]}{capacity}{_slug(self.gpu).replace('-', '')}"
+        return f"{self.kind[0]}{capacity}{slug(self.gpu).replace('-', '')}"
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def schedule_tag(schedule: tuple[str, str, str]) -> str:
+    """A short, stable tag for a (days, hours, timezone) window in names."""
+    return "w" + hashlib.sha256("|".join(schedule).encode()).hexdigest()[:6]
+
+
+def shares_tag(mode: str, replicas: int | None) -> str:
+    """'ts4' for 4 time-sliced clients per GPU, 'mps4' for MPS."""
+    return f"{'ts' if mode == 'time-slicing' else 'mps'}{replicas}"
 
 
 @dataclasses.dataclass(frozen=True)
