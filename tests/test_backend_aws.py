@@ -13,8 +13,6 @@ from gpustack.spec import load_spec
 from gpustack.testing import Declared, run_program
 from pulumi_golden import declared_yaml, short_urn
 
-# Importing the SDKs' modules announces their own deprecated resources; not ours to fix.
-pytestmark = pytest.mark.filterwarnings("ignore:.*has been deprecated:DeprecationWarning")
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 

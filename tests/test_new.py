@@ -155,18 +155,23 @@ def test_a_fresh_git_repository_counts_as_empty(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["repo"]
 
 
-def test_an_interrupted_run_leaves_nothing_behind(tmp_path, monkeypatch):
-    directory = tmp_path / "project"
+def interrupt_after_writes(monkeypatch, count: int) -> None:
+    """Ctrl-C in the middle of writing: the (count + 1)th file write raises KeyboardInterrupt."""
     written = []
     real_write = Path.write_text
 
     def failing_write(self, *args, **kwargs):
-        if len(written) == 3:
+        if len(written) == count:
             raise KeyboardInterrupt
         written.append(self)
         return real_write(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "write_text", failing_write)
+
+
+def test_an_interrupted_run_leaves_nothing_behind(tmp_path, monkeypatch):
+    directory = tmp_path / "project"
+    interrupt_after_writes(monkeypatch, 3)
     assert main(["new", str(directory)]) == 130
     assert not directory.exists()
     assert list(tmp_path.iterdir()) == []
@@ -250,16 +255,7 @@ def test_an_interrupted_forced_run_leaves_the_previous_project_intact(tmp_path, 
     before = {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
     (directory / "stacks" / "gpustack.yaml").write_text("# edited by the team\n")
     before[Path("stacks/gpustack.yaml")] = b"# edited by the team\n"
-    written = []
-    real_write = Path.write_text
-
-    def failing_write(self, *args, **kwargs):
-        if len(written) == 5:
-            raise KeyboardInterrupt
-        written.append(self)
-        return real_write(self, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "write_text", failing_write)
+    interrupt_after_writes(monkeypatch, 5)
     assert main(["new", str(directory), "--cloud", "gcp", "--force"]) == 130
     after = {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
     assert after == before
