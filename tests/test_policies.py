@@ -336,7 +336,7 @@ def test_replacement_is_flagged_once_per_stack_for_unprotected_pools(cloud, path
     token = TOKENS[cloud]
     pools = [resource(token, name, RENDER[cloud](Pool(name=name))) for name in ("a", "b")]
     ((message, _),) = validate_stack("node-pool-replacement", pools)
-    assert f"2 GPU node pool(s) are recreated" in message and f"a ({paths}); b ({paths})" in message
+    assert "2 GPU node pool(s) are recreated" in message and f"a ({paths}); b ({paths})" in message
     protected = [resource(token, "p", RENDER[cloud](Pool(name="p")), protect=True)]
     pinned_opts = PolicyResourceOptions(False, paths.split(", "), None, [], None, [], None)
     pinned = [PolicyResource(token, RENDER[cloud](Pool(name="q")), urn(token, "q"), "q", pinned_opts, None, None,

@@ -15,7 +15,6 @@ with the ones before it, so they add up to baseline minus planned:
 from __future__ import annotations
 
 from gpustack.catalog import Catalog, InstanceType
-from gpustack.clouds import Cloud
 from gpustack.plan.model import Cost, GpuCounts, Pool, Step, TargetPlan, Warning, WorkloadCost, money
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import HOURS_PER_MONTH, Target, Workload
@@ -30,10 +29,9 @@ def cheapest_gpu_hour(rows: tuple[InstanceType, ...], gpu: str, prices: PriceBoo
     return min(prices.on_demand(r).usd_per_node_hour / r.gpus for r in rows if r.gpu == gpu)
 
 
-def summarise(target: Target, cloud: Cloud, pools: tuple[Pool, ...], workloads: list[Workload],
+def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload],
               rows: tuple[InstanceType, ...], prices: PriceBook, catalog: Catalog, warnings: tuple[Warning, ...],
               notes: tuple[str, ...]) -> TargetPlan:
-    del cloud  # the same model on every cloud
     active = [w for w in workloads if w.replicas.max]
     baseline_by_workload = {w.name: baseline_gpus(w) * cheapest_gpu_hour(rows, w.gpu, prices) * HOURS_PER_MONTH
                             for w in active}

@@ -98,7 +98,7 @@ class _TargetPlanner:
                 self.problem(None, "", f"pool {pool.name!r}: {message}")
         if len(self.problems) > before:
             return None
-        return costing.summarise(self.target, self.cloud, tuple(pools), workloads, self.rows, self.prices,
+        return costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
                                  self.catalog, tuple(self.warnings), tuple(self.notes))
 
     # -- per workload -------------------------------------------------------------------------
