@@ -41,10 +41,6 @@ class InstanceType:
     source: str
     note: str
 
-    @property
-    def price_per_gpu(self) -> float:
-        return self.on_demand / self.gpus
-
 
 @dataclasses.dataclass(frozen=True)
 class Source:

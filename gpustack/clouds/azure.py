@@ -55,9 +55,8 @@ TAG_NAME_FORBIDDEN = "<>%&\\?/"
 # Label keys that are gpustack's or NVIDIA's own and never become tags (as `backends.base.attribution`).
 _NOT_TAGS = ("gpustack.dev/", "nvidia.com/")
 
-# gpuInstanceProfile values and the profile each creates: one profile for every GPU of the pool
+# The gpuInstanceProfile each generic MIG shape maps to: one profile for every GPU of the pool
 # (MicrosoftDocs/azure-aks-docs articles/aks/gpu-multi-instance.md; GPUInstanceProfile enum).
-GPU_INSTANCE_PROFILES = ALLOWED["gpu_instance_profile"].values
 _MIG_KEYS = {"1g": "MIG1g", "2g": "MIG2g", "3g": "MIG3g", "4g": "MIG4g", "7g": "MIG7g"}
 
 

@@ -111,7 +111,6 @@ def slots_per_node(row: InstanceType, ask: Ask) -> int:
 class Choice:
     row: InstanceType
     capacity: str
-    usd_per_replica_hour: float
     fallback_reason: str | None  # why spot was not possible, when it was asked for
 
 
@@ -142,5 +141,5 @@ def choose_instance(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, rep
         return (round(nodes * hourly, 6), hourly / slots, row.gpus, row.name)
 
     best = min(fitting, key=cost)
-    row, slots = best
-    return Choice(row, capacity, prices.for_capacity(row, capacity).usd_per_node_hour / slots, reason)
+    row, _ = best
+    return Choice(row, capacity, reason)

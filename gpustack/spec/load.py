@@ -13,7 +13,7 @@ from typing import Any
 
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.clouds import CLOUDS
-from gpustack.errors import Location, Problem, SpecError, did_you_mean, one_of, show
+from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
 from gpustack.spec import units
 from gpustack.spec.model import (
     CAPACITIES, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES, InstancePrice, Pricing,
@@ -507,7 +507,3 @@ def pinned_key(doc: Document, index: int, cloud: str) -> str:
     """The key the spec used for `cloud` in workloads[index].instance_types (a name or an alias)."""
     written = doc.data["workloads"][index]["instance_types"]
     return next((k for k in written if CLOUDS.get(k).name == cloud), cloud)
-
-
-def location_of(spec: Spec, path: Path) -> Location | None:
-    return spec.source.where(path)

@@ -68,10 +68,6 @@ class Schedule:
         return (f"{self.start_minute // 60:02d}:{self.start_minute % 60:02d}-"
                 f"{self.end_minute // 60:02d}:{self.end_minute % 60:02d}")
 
-    @property
-    def crosses_midnight(self) -> bool:
-        return self.end_minute < self.start_minute
-
 
 @dataclasses.dataclass(frozen=True)
 class Replicas:
