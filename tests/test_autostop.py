@@ -1,16 +1,21 @@
-"""Dev auto-stop: the CronJobs, their RBAC (nothing beyond get/list/patch), and the scaling program."""
+"""Dev auto-stop: the CronJobs, their RBAC (nothing beyond get/list/patch), and the scaling program
+(gpustack/incluster/autostop.py, tested as the module it is)."""
 
 from __future__ import annotations
 
 import copy
 import io
 import re
+import subprocess
+import sys
 import urllib.error
 import urllib.parse
 
 import pytest
 
 from conftest import EXAMPLE, spec_text
+from gpustack.incluster import autostop as program
+from gpustack.incluster import source
 from gpustack.plan import build_plan
 from gpustack.render import autostop, in_cluster
 from gpustack.spec import load_spec, load_text
@@ -53,7 +58,7 @@ def test_every_cloud_gets_a_stop_and_a_start_job_for_the_notebook_pool(target):
         assert job["spec"]["schedule"] == schedule and job["spec"]["timeZone"] == "Europe/Berlin"
         assert job["metadata"]["labels"]["gpustack.dev/pool"] == pool.name
         command = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
-        assert command[3:] == [action, "research", f"gpustack.dev/workload in ({','.join(pool.workloads)})"]
+        assert command[2:] == [action, "research", f"gpustack.dev/workload in ({','.join(pool.workloads)})"]
 
 
 def test_cronjob_names_fit_52_characters_and_are_dns_labels():
@@ -131,21 +136,11 @@ def test_roles_grant_nothing_beyond_get_list_patch_on_the_workloads(objects):
 
 # -- the scaling program ---------------------------------------------------------------------------
 
-def load_script() -> dict:
-    scope: dict = {"__name__": "gpustack_autostop"}
-    exec(compile(autostop.SCRIPT, "autostop.py", "exec"), scope)  # noqa: S102 - our own program text
-    return scope
-
-
 def deployment(name: str, replicas: int, saved: str | None = None, labels: dict | None = None) -> dict:
     annotations = {autostop.ANNOTATION: saved} if saved is not None else {}
     return {"metadata": {"name": name, "resourceVersion": "1", "annotations": annotations,
                          "labels": labels or {"gpustack.dev/workload": "nb"}},
             "spec": {"replicas": replicas}}
-
-
-def test_script_annotation_matches_the_rendered_constant():
-    assert load_script()["ANNOTATION"] == autostop.ANNOTATION
 
 
 @pytest.mark.parametrize("action, obj, expected", [
@@ -164,7 +159,7 @@ def test_script_annotation_matches_the_rendered_constant():
                                                               "annotations": {autostop.ANNOTATION: None}}}),
 ])
 def test_patch_for_each_case(action, obj, expected):
-    assert load_script()["patch_for"](action, obj) == expected
+    assert program.patch_for(action, obj) == expected
 
 
 class FakeApi:
@@ -201,9 +196,9 @@ class FakeApi:
 
 
 def run_script(api: FakeApi, action: str) -> int:
-    scope = load_script()
-    scope["call"] = api
-    return scope["main"](action, "research", "gpustack.dev/workload in (nb,nb2)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(program, "call", api)
+        return program.main([action, "research", "gpustack.dev/workload in (nb,nb2)"])
 
 
 def test_stop_then_start_restores_every_replica_count_and_touches_nothing_else():
@@ -235,6 +230,23 @@ def test_script_reports_failure_with_a_nonzero_exit():
     assert run_script(api, "stop") == 1
 
 
-def test_script_is_valid_python_and_reads_its_arguments():
-    assert "sys.argv[1:4]" in autostop.SCRIPT
-    compile(autostop.SCRIPT, "autostop.py", "exec")
+def test_the_program_runs_alone_with_the_standard_library(tmp_path):
+    """The ConfigMap carries the module's text; in the pod nothing else of gpustack exists."""
+    (tmp_path / autostop.PROGRAM_FILE).write_text(source("autostop"), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-I", "-S", autostop.PROGRAM_FILE, "pause", "ns", "sel"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "usage: autostop.py stop|start" in result.stderr, result.stderr
+
+
+def test_every_cronjob_mounts_the_program_from_its_namespace_configmap():
+    for target in EXAMPLE_PLAN.targets:
+        objs = autostop.objects(EXAMPLE_PLAN, target)
+        maps = {o["metadata"]["namespace"]: o for o in objs if o["kind"] == "ConfigMap"}
+        jobs = [o for o in objs if o["kind"] == "CronJob"]
+        assert jobs and set(maps) == {j["metadata"]["namespace"] for j in jobs}
+        for job in jobs:
+            pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+            [volume] = pod["volumes"]
+            assert volume["configMap"]["name"] == maps[job["metadata"]["namespace"]]["metadata"]["name"]
+            assert pod["containers"][0]["command"][1] == f"{autostop.PROGRAM_DIR}/{autostop.PROGRAM_FILE}"
+        assert all(m["data"] == {autostop.PROGRAM_FILE: source("autostop")} for m in maps.values())

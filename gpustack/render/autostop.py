@@ -14,8 +14,9 @@ The pool's autoscaler minimum is 0, so the emptied nodes go away. A ServiceAccou
 RoleBinding per namespace allow exactly get, list and patch on deployments and statefulsets and
 their scale subresource, nothing else.
 
-The job runs a short standard-library Python program (SCRIPT) against the API server with the
-pod's service-account token: the official kubectl image has no shell to run a script in
+The job runs the standard-library program `gpustack/incluster/autostop.py` against the API server
+with the pod's service-account token; one ConfigMap per namespace carries it and every CronJob there
+mounts it. The official kubectl image has no shell to run a script in
 (kubernetes/kubernetes build/server-image/kubectl; users report it, e.g. wireapp/wire-server#4801),
 and the Docker Official Image for Python is maintained and pinned by tag here.
 """
@@ -24,15 +25,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpustack.incluster import autostop as program
+from gpustack.incluster import source
 from gpustack.plan.model import Plan, Pool, TargetPlan
 from gpustack.render.common import WORKLOAD_LABEL, fitted_name, metadata, object_labels
 from gpustack.schedules import window_crons
 
 # Docker Official Image "python" (https://hub.docker.com/_/python), pinned by its full tag.
 IMAGE = "python:3.13.5-alpine3.22"
-ANNOTATION = "gpustack.dev/replicas-before-stop"
+ANNOTATION = program.ANNOTATION
 ACTION_LABEL = "gpustack.dev/autostop"
 ACCOUNT = "gpustack-autostop"
+PROGRAM_CONFIGMAP = "gpustack-autostop-program"
+PROGRAM_FILE = "autostop.py"
+PROGRAM_DIR = "/opt/gpustack"
 # The controller appends 11 characters to Job names, which are at most 63
 # (https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#writing-a-cronjob-spec).
 CRONJOB_NAME_MAX = 52
@@ -40,74 +46,6 @@ RULES = [{"apiGroups": ["apps"],
           "resources": ["deployments", "deployments/scale", "statefulsets", "statefulsets/scale"],
           "verbs": ["get", "list", "patch"]}]
 
-SCRIPT = '''\
-"""gpustack auto-stop: scale labelled Deployments and StatefulSets to zero, or back."""
-import json, os, ssl, sys, urllib.error, urllib.parse, urllib.request
-
-ANNOTATION = "gpustack.dev/replicas-before-stop"
-ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
-
-
-def patch_for(action, obj):
-    """The merge patch that stops or starts `obj`, or None when there is nothing to do."""
-    meta, spec = obj["metadata"], obj.get("spec", {})
-    replicas = spec.get("replicas", 1)
-    saved = (meta.get("annotations") or {}).get(ANNOTATION)
-    guard = {"resourceVersion": meta["resourceVersion"]}  # a concurrent change fails with 409
-    if action == "stop":
-        if replicas == 0:
-            return None  # already stopped (or scaled to zero by its owner): keep what was saved
-        return {"metadata": dict(guard, annotations={ANNOTATION: str(replicas)}), "spec": {"replicas": 0}}
-    if saved is None:
-        return None
-    patch = {"metadata": dict(guard, annotations={ANNOTATION: None})}
-    if replicas == 0 and saved.isdigit():
-        patch["spec"] = {"replicas": int(saved)}
-    return patch  # scaled up meanwhile, or a bad annotation: only drop the annotation
-
-
-def call(method, path, body=None):
-    url = "https://%s:%s%s" % (os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"], path)
-    with open(ACCOUNT + "/token") as f:
-        token = f.read().strip()
-    request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": "Bearer " + token, "Accept": "application/json",
-                                              "Content-Type": "application/merge-patch+json"})
-    context = ssl.create_default_context(cafile=ACCOUNT + "/ca.crt")
-    with urllib.request.urlopen(request, context=context, timeout=30) as response:
-        return json.load(response)
-
-
-def main(action, namespace, selector):
-    failed = 0
-    for plural in ("deployments", "statefulsets"):
-        base = "/apis/apps/v1/namespaces/%s/%s" % (namespace, plural)
-        for attempt in range(3):
-            items = call("GET", base + "?labelSelector=" + urllib.parse.quote(selector))["items"]
-            conflicts = 0
-            for obj in items:
-                patch = patch_for(action, obj)
-                if patch is None:
-                    continue
-                name = obj["metadata"]["name"]
-                try:
-                    call("PATCH", base + "/" + name, patch)
-                    print("%s %s/%s: %s" % (action, plural, name, json.dumps(patch.get("spec", {}))))
-                except urllib.error.HTTPError as error:
-                    if error.code != 409:
-                        print("%s %s/%s failed: %s" % (action, plural, name, error), file=sys.stderr)
-                        failed += 1
-                    conflicts += error.code == 409
-            if not conflicts:
-                break
-        else:
-            failed += 1
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
-'''
 
 
 def scheduled(target: TargetPlan) -> list[tuple[Pool, tuple[str, ...], tuple[str, ...]]]:
@@ -144,8 +82,9 @@ def cronjob(plan: Plan, target: TargetPlan, pool: Pool, namespace: str, action: 
     container = {
         "name": "scale",
         "image": IMAGE,
-        "command": ["python3", "-c", SCRIPT, action, namespace, selector(pool)],
+        "command": ["python3", f"{PROGRAM_DIR}/{PROGRAM_FILE}", action, namespace, selector(pool)],
         "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+        "volumeMounts": [{"name": "program", "mountPath": PROGRAM_DIR, "readOnly": True}],
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "capabilities": {"drop": ["ALL"]}},
@@ -156,6 +95,7 @@ def cronjob(plan: Plan, target: TargetPlan, pool: Pool, namespace: str, action: 
         "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
+        "volumes": [{"name": "program", "configMap": {"name": PROGRAM_CONFIGMAP}}],
     }
     return {
         "apiVersion": "batch/v1",
@@ -180,8 +120,11 @@ def cronjob(plan: Plan, target: TargetPlan, pool: Pool, namespace: str, action: 
 
 
 def rbac(plan: Plan, target: TargetPlan, namespace: str) -> list[dict[str, Any]]:
+    """The program's ConfigMap and the identity that may run it, in one namespace."""
     labels = object_labels(plan, target)
     return [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(PROGRAM_CONFIGMAP, labels, namespace),
+         "data": {PROGRAM_FILE: source("autostop")}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(ACCOUNT, labels, namespace)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": metadata(ACCOUNT, labels, namespace), "rules": [dict(rule) for rule in RULES]},
