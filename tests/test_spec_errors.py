@@ -146,8 +146,10 @@ def test_ambiguous_gpu_model_asks_which():
 def test_gpu_not_offered_in_region_names_where_it_is():
     text = spec_text([{"name": "nb", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25}], ("oci",))
     assert error(text) == (
-        f"{at(text, 'T4')}: workloads[0].gpu: T4 is not offered by OKE in us-ashburn-1 (target 'oci-t'); the "
-        "catalog has it in: EKS us-east-1, us-west-2; AKS eastus, westus2; GKE us-central1, us-east4")
+        f"{at(text, 'T4')}: workloads[0].gpu: the bundled catalog has no T4 rows for OKE us-ashburn-1 (target "
+        "'oci-t'); it has T4 in: EKS us-east-1, us-west-2; AKS eastus, westus2; GKE us-central1, us-east4; if OKE "
+        "offers T4 there, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog "
+        "refresh --cloud oci --region us-ashburn-1")
 
 
 def test_settings_each_cloud_requires():
@@ -171,8 +173,10 @@ def test_cloud_aliases_are_accepted_and_unknown_clouds_suggested():
 
 def test_region_must_be_in_the_catalog():
     text = spec_text([TRAIN]).replace("us-east-1", "us-east-7")
-    assert error(text) == (f"{at(text, 'us-east-7')}: targets[0].region: 'us-east-7' is not a EKS region of the "
-                           "catalog (did you mean 'us-east-1'?); catalogued: us-east-1, us-west-2")
+    assert error(text) == (f"{at(text, 'us-east-7')}: targets[0].region: the bundled catalog has no EKS prices for "
+                           "'us-east-7' (did you mean 'us-east-1'?); catalogued: us-east-1, us-west-2; if EKS has that "
+                           "region, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack "
+                           "catalog refresh --cloud aws --region us-east-7")
 
 
 def test_target_workloads_must_exist():
@@ -216,8 +220,9 @@ def test_label_values_must_be_strings():
 def test_pricing_override_must_name_a_catalogued_type():
     text = spec_text([TRAIN], pricing={"instances": {"p5.48xlarg": {"on_demand": 50}}})
     assert error(text) == (f"{at(text, 'p5.48xlarg')}: pricing.instances.p5.48xlarg: 'p5.48xlarg' is not an "
-                           "instance type of the catalog (did you mean 'p5.48xlarge'?); prices can be overridden "
-                           "only for catalogued types")
+                           "instance type of the bundled catalog (did you mean 'p5.48xlarge'?); prices can be "
+                           "overridden only for catalogued types: add rows with --catalog FILE (or `catalog: FILE` in "
+                           "the spec), or run gpustack catalog refresh")
 
 
 def test_every_problem_is_reported_at_once():

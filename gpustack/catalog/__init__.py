@@ -1,20 +1,27 @@
 """The dated catalog: GPU models, instance types per cloud and region, default discounts.
 
 Everything here is data read from `gpustack/catalog/data/` (see its README for sources and dates);
-every instance row names its source. Loading is lazy and cached: one read per process.
+every instance row names its source and date. Loading is lazy and cached: one read per process.
+A user catalog (`--catalog FILE`, `catalog:` in a spec) has the same columns and is merged over the
+bundled rows: a user row replaces the bundled row of the same cloud, region and instance type.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
+from collections.abc import Iterable
 from importlib import resources
+from pathlib import Path as FilePath
 from typing import Any
 
 import yaml
 
 from gpustack.catalog.mig import MIG_MODELS, MigModel
+from gpustack.catalog.rows import MAX_CATALOG_BYTES, InstanceType, Vocabulary, read_rows
+from gpustack.errors import Location, Problem, SpecError
+
+__all__ = ["Catalog", "Discount", "GpuModel", "InstanceType", "Source", "load_catalog", "read_catalog_file"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,21 +32,6 @@ class GpuModel:
     mig: MigModel | None
     aliases: tuple[str, ...]
     source: str
-
-
-@dataclasses.dataclass(frozen=True)
-class InstanceType:
-    cloud: str
-    region: str
-    name: str
-    gpu: str
-    gpus: int
-    vcpus: float
-    memory_gib: float
-    on_demand: float
-    spot: float | None
-    source: str
-    note: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,11 +53,12 @@ class Discount:
 
 class Catalog:
     def __init__(self, gpus: dict[str, GpuModel], instances: tuple[InstanceType, ...],
-                 sources: dict[str, Source], discounts: dict[str, Discount]):
+                 sources: dict[str, Source], discounts: dict[str, Discount], files: tuple[str, ...] = ()):
         self.gpus = gpus
         self.instances = instances
         self.sources = sources
         self.discounts = discounts
+        self.files = files  # user catalog files merged over the bundled rows, in order
         self._by_region: dict[tuple[str, str], tuple[InstanceType, ...]] = {}
         for row in instances:
             key = (row.cloud, row.region)
@@ -102,12 +95,77 @@ class Catalog:
     def instance_names(self) -> tuple[str, ...]:
         return tuple(sorted({row.name for row in self.instances}))
 
-    def as_of(self, cloud: str) -> str:
-        dates = sorted({self.sources[row.source].as_of for row in self.instances
-                        if row.cloud == cloud and row.source in self.sources})
-        if not dates:
-            return "unknown"
-        return dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    def as_of(self, cloud: str, region: str | None = None) -> str:
+        """The dates of the prices of `cloud` (in `region`): one date, or "oldest to newest"."""
+        return dates_of(row for row in self.instances if row.cloud == cloud and region in (None, row.region))
+
+    def vocabulary(self) -> Vocabulary:
+        from gpustack.clouds import CLOUDS
+
+        aliases = CLOUDS.aliases()
+        names = CLOUDS.names()
+
+        def cloud(value: str) -> str | None:
+            value = aliases.get(value, value)
+            return value if value in names else None
+
+        def gpu(value: str) -> str | None:
+            model = self.gpu(value)
+            return model.name if model else None
+
+        return Vocabulary(cloud, names, gpu, self.gpu_names, {k: s.as_of for k, s in self.sources.items()})
+
+    def with_rows(self, rows: tuple[InstanceType, ...], file: str) -> Catalog:
+        """This catalog with `rows` merged over it (a row replaces the one of the same cloud, region, type)."""
+        replaced = {(r.cloud, r.region, r.name) for r in rows}
+        kept = tuple(r for r in self.instances if (r.cloud, r.region, r.name) not in replaced)
+        return Catalog(self.gpus, kept + rows, self.sources, self.discounts, self.files + (file,))
+
+
+def dates_of(rows: Iterable[InstanceType]) -> str:
+    dates = sorted({row.as_of for row in rows if row.as_of})
+    if not dates:
+        return "unknown"
+    return dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+
+
+def read_catalog_file(path: str, catalog: Catalog, shown_as: str | None = None) -> tuple[Catalog, list[Problem]]:
+    """`catalog` with the user catalog at `path` merged over it, and the problems found in the file.
+
+    `shown_as` is the name messages use for the file (as the user wrote it)."""
+    name = shown_as or path
+    try:
+        raw = FilePath(path).read_bytes()
+    except FileNotFoundError:
+        return catalog, [Problem(None, "", f"{name}: no such catalog file")]
+    except IsADirectoryError:
+        return catalog, [Problem(None, "", f"{name}: is a directory, not a catalog file (CSV)")]
+    except OSError as exc:
+        return catalog, [Problem(None, "", f"{name}: cannot be read ({exc.strerror})")]
+    if len(raw) > MAX_CATALOG_BYTES:
+        return catalog, [Problem(None, "", f"{name}: {len(raw):,} bytes; a catalog file may hold at most "
+                                           f"{MAX_CATALOG_BYTES:,}")]
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return catalog, [Problem(Location(name, raw[: exc.start].count(b"\n") + 1, 1), "",
+                                 "not UTF-8 text (a catalog is a CSV file)")]
+    rows, problems = read_rows(text, name, catalog.vocabulary(), origin=name)
+    if problems:
+        return catalog, problems
+    return catalog.with_rows(rows, name), []
+
+
+def with_catalog_files(paths: Iterable[str], catalog: Catalog | None = None) -> Catalog:
+    """The bundled catalog (or `catalog`) with every user catalog of `paths` merged over it, in order."""
+    merged = catalog or load_catalog()
+    problems: list[Problem] = []
+    for path in paths:
+        merged, found = read_catalog_file(path, merged)
+        problems += found
+    if problems:
+        raise SpecError(problems)
+    return merged
 
 
 def _data(name: str) -> str:
@@ -116,11 +174,6 @@ def _data(name: str) -> str:
 
 def _yaml(name: str) -> Any:
     return yaml.load(_data(name), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
-def _optional_float(text: str) -> float | None:
-    text = text.strip()
-    return float(text) if text else None
 
 
 @functools.cache
@@ -137,15 +190,6 @@ def load_catalog() -> Catalog:
             aliases=tuple(row.get("aliases") or ()),
             source=str(row.get("source") or row.get("sources") or ""),
         )
-    instances = tuple(
-        InstanceType(
-            cloud=row["cloud"], region=row["region"], name=row["instance_type"], gpu=row["gpu"],
-            gpus=int(row["gpus"]), vcpus=float(row["vcpus"]), memory_gib=float(row["memory_gib"]),
-            on_demand=float(row["on_demand_usd"]), spot=_optional_float(row["spot_usd"]),
-            source=row["source"], note=row.get("note") or "",
-        )
-        for row in csv.DictReader(_data("instances.csv").splitlines())
-    )
     sources = {
         key: Source(key, str(v.get("title", "")), str(v.get("url", "")), str(v.get("as_of", "unknown")),
                     str(v.get("note", "")))
@@ -155,4 +199,9 @@ def load_catalog() -> Catalog:
         cloud: Discount(float(v["default"]), str(v.get("source", "")), str(v.get("as_of", "")), str(v.get("note", "")))
         for cloud, v in _yaml("commitment_discounts.yaml").items()
     }
+    models = Catalog(gpus, (), sources, discounts)
+    instances, problems = read_rows(_data("instances.csv"), "gpustack/catalog/data/instances.csv",
+                                    models.vocabulary(), origin="bundled")
+    if problems:  # a defect of the package, caught by the tests
+        raise ValueError("the bundled catalog is invalid:\n" + "\n".join(map(str, problems)))
     return Catalog(gpus, instances, sources, discounts)

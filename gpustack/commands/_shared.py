@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import datetime
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -11,18 +14,33 @@ if TYPE_CHECKING:
     from gpustack.spec import Spec
 
 
-def compile_spec(spec_path: str) -> tuple[Spec, Plan]:
+def add_catalog_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--catalog", action="append", default=[], metavar="FILE",
+                        help="a catalog CSV merged over the bundled one and the spec's `catalog:` (its rows replace "
+                             "those of the same cloud, region and instance type; repeat for more, the last wins)")
+
+
+def compile_spec(spec_path: str, catalogs: Sequence[str] = ()) -> tuple[Spec, Plan]:
     from gpustack.plan import build_plan
     from gpustack.spec import load_spec
 
-    spec = load_spec(spec_path)
+    spec = load_spec(spec_path, catalogs)
     return spec, build_plan(spec)
 
 
-def print_warnings(plan: Plan) -> None:
+def print_warnings(plan: Plan, today: datetime.date | None = None) -> None:
+    """The plan's warnings, then one per target whose prices are old on `today` (a fact of the day the
+    command runs, so it is not part of the plan, which stays the same from day to day)."""
+    from gpustack.catalog.freshness import stale_message
+
     for warning in plan.warnings:
         where = f"{warning.target}: " if warning.target else ""
         print(f"warning: {where}{warning.message}", file=sys.stderr)
+    today = today or datetime.date.today()
+    for target in plan.targets:
+        stale = stale_message(target.prices_as_of, today)
+        if stale:
+            print(f"warning: {target.name}: {stale}", file=sys.stderr)
 
 
 def select_target(plan: Plan, target: str | None) -> Plan:

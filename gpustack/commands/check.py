@@ -12,7 +12,11 @@ ORDER = 30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from gpustack.commands._shared import add_catalog_argument
+
+
     parser.add_argument("spec", help="the spec file")
+    add_catalog_argument(parser)
     parser.add_argument("--target", help="only this target")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--config", metavar="FILE",
@@ -40,9 +44,9 @@ def run(args: argparse.Namespace) -> int:
         chosen = settings(config, args.config or "policy config")
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    _, plan = compile_spec(args.spec)
+    _, plan = compile_spec(args.spec, args.catalog)
     plan = select_target(plan, args.target)
-    baseline = compile_spec(args.baseline)[1] if args.baseline else None
+    baseline = compile_spec(args.baseline, args.catalog)[1] if args.baseline else None
     violations = evaluate(plan_views(plan, baseline), chosen)
     if args.format == "json":
         out = {"targets": [t.name for t in plan.targets], "violations": [v.to_dict() for v in violations],

@@ -12,10 +12,14 @@ ORDER = 30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from gpustack.commands._shared import add_catalog_argument
+
+
     parser.add_argument("old", help="the spec before the change: a file or REF:PATH (e.g. main:stacks/gpustack.yaml)")
     parser.add_argument("new", help="the spec after the change: a file or REF:PATH")
     parser.add_argument("--target", help="only this target")
     parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    add_catalog_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -23,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from gpustack.diff import diff_plans, load_plan
     from gpustack.errors import UsageError, did_you_mean
 
-    old, new = load_plan(args.old), load_plan(args.new)
+    old, new = load_plan(args.old, args.catalog), load_plan(args.new, args.catalog)
     if args.target is not None:
         names = sorted({t.name for t in (*old.targets, *new.targets)})
         if args.target not in names:

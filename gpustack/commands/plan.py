@@ -11,7 +11,11 @@ ORDER = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from gpustack.commands._shared import add_catalog_argument
+
+
     parser.add_argument("spec", help="the spec file")
+    add_catalog_argument(parser)
     parser.add_argument("--target", help="only this target")
     parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
 
@@ -19,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gpustack.commands._shared import compile_spec, print_warnings, select_target
 
-    _, plan = compile_spec(args.spec)
+    _, plan = compile_spec(args.spec, args.catalog)
     plan = select_target(plan, args.target)
     print_warnings(plan)
     if args.format == "json":

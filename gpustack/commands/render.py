@@ -11,7 +11,11 @@ DEFAULT_OUT = "rendered/<target>"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from gpustack.commands._shared import add_catalog_argument
+
+
     parser.add_argument("spec", help="the spec file")
+    add_catalog_argument(parser)
     parser.add_argument("--target", required=True, help="the target to render")
     parser.add_argument("--out", help=f"output directory, replaced as a whole (default: {DEFAULT_OUT})")
 
@@ -24,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from gpustack.render import in_cluster
     from gpustack.render.files import render_files, write_tree
 
-    _, plan = compile_spec(args.spec)
+    _, plan = compile_spec(args.spec, args.catalog)
     plan = select_target(plan, args.target)
     print_warnings(plan)
     target = plan.targets[0]

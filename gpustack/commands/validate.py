@@ -10,13 +10,17 @@ ORDER = 10
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from gpustack.commands._shared import add_catalog_argument
+
+
     parser.add_argument("spec", help="the spec file")
+    add_catalog_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from gpustack.commands._shared import compile_spec, print_warnings
 
-    spec, plan = compile_spec(args.spec)
+    spec, plan = compile_spec(args.spec, args.catalog)
     print_warnings(plan)
     pools = sum(len(t.pools) for t in plan.targets)
     targets, workloads = len(spec.targets), len(spec.workloads)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from gpustack.errors import UsageError
@@ -16,11 +17,13 @@ from gpustack.spec import load_spec
 from gpustack.spec.load import load_text
 
 
-def load_plan(source: str) -> Plan:
-    """The plan of the spec at `source` (a file, or REF:PATH when no such file exists)."""
+def load_plan(source: str, catalogs: Sequence[str] = ()) -> Plan:
+    """The plan of the spec at `source` (a file, or REF:PATH when no such file exists).
+
+    A git spec's `catalog:` is read from the working tree, relative to PATH's folder."""
     if Path(source).exists() or ":" not in source:
-        return build_plan(load_spec(source))
-    return build_plan(load_text(git_show(source), source))
+        return build_plan(load_spec(source, catalogs))
+    return build_plan(load_text(git_show(source), source, catalogs, base_dir=Path(source.partition(":")[2]).parent))
 
 
 def git_show(source: str) -> bytes:

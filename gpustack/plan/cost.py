@@ -14,7 +14,7 @@ with the ones before it, so they add up to baseline minus planned:
 
 from __future__ import annotations
 
-from gpustack.catalog import Catalog, InstanceType
+from gpustack.catalog import Catalog, InstanceType, dates_of
 from gpustack.plan.model import Cost, GpuCounts, Pool, Step, TargetPlan, Warning, WorkloadCost, money
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import HOURS_PER_MONTH, Target, Workload
@@ -65,11 +65,14 @@ def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload]
             f"least {gpus.requested_lower_bound} GPUs, pool by pool), but time-slicing and MPS give each replica "
             f"1/R of a GPU (a whole GPU above 1/2) and MIG a fixed profile, so any packing of the planned shares "
             f"needs at least {gpus.lower_bound}. The pools' notes say where.",)
+    # The dates of the rows the pools are priced from (of the region's rows when there is no pool).
+    prices_as_of = (dates_of(row_of[p.instance_type] for p in pools) if pools
+                    else catalog.as_of(target.cloud, target.region))
     return TargetPlan(
         name=target.name, cloud=target.cloud, region=target.region, cluster=target.cluster,
         settings=target.settings, pools=pools, gpus=gpus, cost=cost,
         workloads=tuple(_unit_costs(active, counted, baseline_by_workload)),
-        warnings=warnings, notes=notes, prices_as_of=catalog.as_of(target.cloud),
+        warnings=warnings, notes=notes, prices_as_of=prices_as_of,
         commitment_discount=prices.commitment_discount,
     )
 

@@ -29,7 +29,7 @@ from gpustack.spec.yamlsource import path_str
 
 def build_plan(spec: Spec, catalog: Catalog | None = None) -> Plan:
     """Plan every target of `spec`; raises SpecError for what only planning can find."""
-    catalog = catalog or load_catalog()
+    catalog = catalog or spec.catalog or load_catalog()
     problems: list[Problem] = []
     targets = []
     for target in sorted(spec.targets, key=lambda t: t.name):

@@ -8,10 +8,11 @@ profiles of the GPU, GPUs offered in the target's region, settings each cloud re
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path as FilePath
 from typing import Any
 
-from gpustack.catalog import Catalog, load_catalog
+from gpustack.catalog import Catalog, load_catalog, read_catalog_file
 from gpustack.clouds import CLOUDS
 from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
 from gpustack.spec import units
@@ -36,7 +37,7 @@ _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 _RESERVED_LABEL_PREFIXES = ("gpustack.dev", "kubernetes.io", "k8s.io", "nvidia.com")
 
 TOP_KEYS = ("version", "name", "targets", "workloads")
-TOP_OPTIONAL = ("labels", "pricing")
+TOP_OPTIONAL = ("labels", "pricing", "catalog")
 TARGET_KEYS = ("name", "cloud", "region", "cluster")
 TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
@@ -44,10 +45,12 @@ WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
                      "sharing", "namespace", "instance_types")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
+ADD_ROWS = "add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog refresh"
 
 
-def load_spec(path: str | FilePath) -> Spec:
-    """Load and check the spec at `path`."""
+def load_spec(path: str | FilePath, catalogs: Sequence[str] = ()) -> Spec:
+    """Load and check the spec at `path`; `catalogs` are user catalog files merged over the bundled
+    catalog after the spec's own `catalog:` (so the last one given wins a row)."""
     file = str(path)
     try:
         raw = FilePath(path).read_bytes()
@@ -57,22 +60,31 @@ def load_spec(path: str | FilePath) -> Spec:
         raise SpecError([Problem(None, "", f"{file}: is a directory, not a spec file")]) from None
     except OSError as exc:
         raise SpecError([Problem(None, "", f"{file}: cannot be read ({exc.strerror})")]) from None
-    return load_text(raw, file)
+    return load_text(raw, file, catalogs, base_dir=FilePath(path).parent)
 
 
-def load_text(text: str | bytes, file: str = "<spec>") -> Spec:
+def load_text(text: str | bytes, file: str = "<spec>", catalogs: Sequence[str] = (),
+              base_dir: FilePath | None = None) -> Spec:
+    """Check a spec given as text; a relative `catalog:` is read from `base_dir` (default: the current
+    directory)."""
     doc = parse(text, file)
-    return _SpecReader(doc, load_catalog()).read()
+    return _SpecReader(doc, load_catalog(), tuple(catalogs), base_dir or FilePath(".")).read()
 
 
 class _SpecReader(Reader):
-    def __init__(self, doc: Document, catalog: Catalog):
+    def __init__(self, doc: Document, catalog: Catalog, catalogs: tuple[str, ...] = (),
+                 base_dir: FilePath = FilePath(".")):
         super().__init__(doc)
         self.catalog = catalog
+        self.catalogs = catalogs
+        self.base_dir = base_dir
 
     def read(self) -> Spec:
         root = self.mapping((), self.doc.data, required=TOP_KEYS, optional=TOP_OPTIONAL, what="the spec")
         if root is BAD:
+            raise SpecError(self.problems)
+        self.user_catalogs(root.get("catalog"))
+        if self.problems:
             raise SpecError(self.problems)
         version = root.get("version", BAD)
         if version is not BAD and version != 1:
@@ -90,7 +102,24 @@ class _SpecReader(Reader):
         self.check_prices_used(pricing, targets)
         if self.problems:
             raise SpecError(self.problems)
-        return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc)
+        return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc, self.catalog)
+
+    # -- user catalogs ------------------------------------------------------------------------
+    def user_catalogs(self, written: Any) -> None:
+        """Merge the spec's `catalog:` file, then the command line's, over the bundled catalog."""
+        if written is not None:
+            path = self.string(("catalog",), written)
+            if path:
+                file = self.base_dir / path
+                merged, problems = read_catalog_file(str(file), self.catalog, shown_as=str(file))
+                missing = [p for p in problems if p.location is None]
+                for problem in missing:  # the file itself: say so at the spec's `catalog:` line
+                    self.problem(("catalog",), f"{problem.message} (relative paths start at the spec's folder)")
+                self.problems.extend(p for p in problems if p.location is not None)
+                self.catalog = merged
+        for path in self.catalogs:
+            self.catalog, problems = read_catalog_file(path, self.catalog)
+            self.problems.extend(problems)
 
     # -- labels -------------------------------------------------------------------------------
     def labels(self, path: Path, value: Any) -> tuple[tuple[str, str], ...] | Any:
@@ -146,8 +175,9 @@ class _SpecReader(Reader):
             for name, prices in raw.items():
                 item = path + ("instances", name)
                 if name not in known:
-                    self.problem(item, f"{name!r} is not an instance type of the catalog{did_you_mean(name, known)};"
-                                       " prices can be overridden only for catalogued types", at_key=True)
+                    self.problem(item, f"{name!r} is not an instance type of the {self.catalog_name()}"
+                                       f"{did_you_mean(name, known)}; prices can be overridden only for catalogued "
+                                       f"types: {ADD_ROWS}", at_key=True)
                     continue
                 prices = self.mapping(item, prices, optional=("on_demand", "spot"),
                                       what="USD per node-hour: {on_demand: 1.0, spot: 0.4}")
@@ -399,9 +429,11 @@ class _SpecReader(Reader):
         if cloud and region:
             known = self.catalog.regions(cloud.name)
             if region not in known:
-                region = self.problem(path + ("region",), f"{region!r} is not a {cloud.display_name} region of the "
-                                                          f"catalog{did_you_mean(region, known)}; catalogued: "
-                                                          f"{one_of(known)}")
+                region = self.problem(path + ("region",), f"the {self.catalog_name()} has no "
+                                                          f"{cloud.display_name} prices for {region!r}"
+                                                          f"{did_you_mean(region, known)}; catalogued: "
+                                                          f"{one_of(known)}; if {cloud.display_name} has that region, "
+                                                          f"{ADD_ROWS} --cloud {cloud.name} --region {region}")
         cluster = self.string(path + ("cluster",), value["cluster"])
         if cloud and cluster:
             pattern, rule = cloud.cluster_rule
@@ -480,7 +512,7 @@ class _SpecReader(Reader):
                 offered = sorted(r.name for r in self.catalog.in_region(target.cloud, target.region)
                                  if r.gpu == workload.gpu)
                 why = (f"has {row.gpu} GPUs, not {workload.gpu}" if row is not None
-                       else f"is not in the catalog for {target.region}")
+                       else f"is not in the {self.catalog_name()} for {target.region} ({ADD_ROWS})")
                 path = ("workloads", workload.index, "instance_types", pinned_key(self.doc, workload.index,
                                                                                   target.cloud))
                 self.problem(path, f"{pinned!r} {why} (target {target.name!r}){did_you_mean(pinned, offered)}; "
@@ -499,8 +531,14 @@ class _SpecReader(Reader):
                 where = "; ".join(f"{CLOUDS.get(c).display_name} {', '.join(r)}" for c, r in offered.items())
                 self.problems.append(Problem(
                     self.doc.where(("workloads", workload.index, "gpu")), f"workloads[{workload.index}].gpu",
-                    f"{workload.gpu} is not offered by {cloud.display_name} in {target.region} (target "
-                    f"{target.name!r}); the catalog has it in: {where or 'no region'}"))
+                    f"the {self.catalog_name()} has no {workload.gpu} rows for {cloud.display_name} "
+                    f"{target.region} (target {target.name!r}); it has {workload.gpu} in: {where or 'no region'}; "
+                    f"if {cloud.display_name} offers {workload.gpu} there, {ADD_ROWS} --cloud {target.cloud} "
+                    f"--region {target.region}"))
+
+    def catalog_name(self) -> str:
+        files = self.catalog.files
+        return f"catalog (bundled + {', '.join(files)})" if files else "bundled catalog"
 
 
 def pinned_key(doc: Document, index: int, cloud: str) -> str:

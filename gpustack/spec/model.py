@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from gpustack.spec.yamlsource import Document
+
+if TYPE_CHECKING:
+    from gpustack.catalog import Catalog
 
 # A month, for every monthly figure: 730 hours (8,760 hours a year / 12).
 HOURS_PER_MONTH = 730.0
@@ -148,6 +151,8 @@ class Spec:
     targets: tuple[Target, ...]
     workloads: tuple[Workload, ...]
     source: Document = dataclasses.field(compare=False, repr=False)
+    # The catalog the spec was checked against: the bundled one with the user's catalog files over it.
+    catalog: Catalog | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def workload(self, name: str) -> Workload:
         return self._workloads_by_name[name]
