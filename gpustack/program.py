@@ -1,7 +1,7 @@
 """The Pulumi program: `gpustack.program.main()` declares every resource of one target.
 
 It reads two Pulumi config keys, compiles the spec to a plan exactly as `gpustack plan` does, and
-hands the target to its cloud's backend (the module named by the cloud's registry entry). The
+hands the target to its cloud's backend (the `backend` module of the cloud's bundle). The
 provider SDKs are imported only here and below.
 
     gpustack:spec    path of the spec, relative to the Pulumi project (e.g. stacks/gpustack.yaml)
@@ -14,7 +14,6 @@ provider SDKs are imported only here and below.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import pulumi
@@ -41,7 +40,7 @@ def compile_target(spec_path: str, target_name: str) -> tuple[Plan, TargetPlan]:
 def main() -> None:
     config = pulumi.Config("gpustack")
     plan, target = compile_target(config.require("spec"), config.require("target"))
-    backend = importlib.import_module(CLOUDS.get(target.cloud).backend)
+    backend = CLOUDS.get(target.cloud).part("backend")
     pools = backend.declare(target, plan)
     # OKE's priority-expander ConfigMap names the node pools by id, known only from the backend.
     declare_in_cluster(config, target, plan, {name: c.outputs.get("id") for name, c in pools.items()})

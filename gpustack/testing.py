@@ -6,7 +6,8 @@
 
 No Pulumi CLI, no cloud credentials: `pulumi.runtime.set_mocks` with the real provider SDKs
 (https://www.pulumi.com/docs/iac/concepts/testing/unit/). `set_mocks` is process-wide, so each call
-installs fresh mocks; inputs arrive with their wire (camelCase) names.
+installs fresh mocks; inputs arrive with their wire (camelCase) names. What the mocks answer for a
+cloud lives in its bundle (`gpustack/clouds/<cloud>/mocks.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 
+from gpustack.clouds import CLOUDS
+
 
 @dataclasses.dataclass(frozen=True)
 class Declared:
@@ -32,48 +35,35 @@ class Declared:
     ignore_changes: tuple[str, ...] = ()  # the ignoreChanges option, in the engine's (camelCase) spelling
 
 
-# Canned answers for the data sources (invokes) backends call, keyed by token.
-CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    "aws:index/getPartition:getPartition": lambda args: {
-        "id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"},
-    "aws:ec2/getSubnet:getSubnet": lambda args: {
-        "id": args.get("id", "subnet-0"), "availabilityZone": "us-east-1a", "vpcId": "vpc-0"},
-    "oci:Identity/getAvailabilityDomains:getAvailabilityDomains": lambda args: {
-        "compartmentId": args.get("compartmentId", ""),
-        "availabilityDomains": [{"name": f"Uocm:US-ASHBURN-AD-{i}", "id": f"ad{i}"} for i in (1, 2, 3)]},
-    "oci:ContainerEngine/getCluster:getCluster": lambda args: {
-        "clusterId": args.get("clusterId", ""), "kubernetesVersion": "v1.31.1"},
-    "oci:ContainerEngine/getNodePoolOption:getNodePoolOption": lambda args: {
-        "nodePoolOptionId": args.get("nodePoolOptionId", "all"),
-        "sources": [
-            {"imageId": "ocid1.image.oc1.iad.aaaagpu", "sourceName": "Oracle-Linux-8.10-Gen2-GPU-2025.11.20-0-OKE-1.31.1",
-             "sourceType": "IMAGE"},
-            {"imageId": "ocid1.image.oc1.iad.aaaacpu", "sourceName": "Oracle-Linux-8.10-2025.11.20-0-OKE-1.31.1",
-             "sourceType": "IMAGE"},
-        ]},
-}
+Call = Callable[[dict[str, Any]], dict[str, Any]]
+Computed = Callable[[str, dict[str, Any]], dict[str, Any]]
 
-# Outputs the cloud computes, which the mocks must invent, keyed by resource type.
-OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
-    "aws:eks/nodeGroup:NodeGroup": lambda name, inputs: {
-        "resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}], "arn": f"arn:aws:eks:::{name}"},
-    "aws:ec2/launchTemplate:LaunchTemplate": lambda name, inputs: {"latestVersion": 1, "defaultVersion": 1},
-    "aws:iam/role:Role": lambda name, inputs: {"arn": f"arn:aws:iam::123456789012:role/{name}",
-                                               "name": inputs.get("name", name)},
-    # azure-native names the group after its logical name (plus a random suffix, left out here).
-    "azure-native:compute:CapacityReservationGroup": lambda name, inputs: {"name": name},
-}
+
+def calls() -> dict[str, Call]:
+    """Canned answers for the data sources (invokes) backends call, keyed by token, over every cloud
+    (`CALLS` of each bundle's `mocks.py`)."""
+    return {token: answer for cloud in CLOUDS for token, answer in cloud.part("mocks").CALLS.items()}
+
+
+def outputs() -> dict[str, Computed]:
+    """Outputs the cloud computes, which the mocks must invent, keyed by resource type, over every
+    cloud (`OUTPUTS` of each bundle's `mocks.py`)."""
+    return {kind: make for cloud in CLOUDS for kind, make in cloud.part("mocks").OUTPUTS.items()}
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.calls = calls()
+        self.outputs = outputs()
+
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        outputs = dict(args.inputs)
-        if args.typ in OUTPUTS:
-            outputs.update(OUTPUTS[args.typ](args.name, dict(args.inputs)))
-        return f"{args.name}-id", outputs
+        computed = dict(args.inputs)
+        if args.typ in self.outputs:
+            computed.update(self.outputs[args.typ](args.name, dict(args.inputs)))
+        return f"{args.name}-id", computed
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        answer = CALLS.get(args.token)
+        answer = self.calls.get(args.token)
         return answer(dict(args.args)) if answer else {}
 
 

@@ -7,7 +7,7 @@ import yaml
 
 from conftest import EXAMPLE, assert_golden, spec_text
 from gpustack.cli import main
-from gpustack.clouds import aws as eks
+from gpustack.clouds.aws import facts as eks
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec
 from gpustack.testing import Declared, run_program

@@ -9,7 +9,7 @@ import yaml
 
 from conftest import EXAMPLE, TARGETS, assert_golden
 from gpustack.cli import main
-from gpustack.clouds import azure as aks
+from gpustack.clouds.azure import facts as aks
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec
 from gpustack.testing import Declared, run_program
@@ -196,7 +196,7 @@ def test_version_aliases_of_azure_native_are_dropped_but_others_kept():
     # versioned types, so only those aliases go.
     import pulumi
 
-    from gpustack.backends.azure import _without_version_aliases
+    from gpustack.clouds.azure.backend import _without_version_aliases
 
     aliases = [pulumi.Alias(type_="azure-native:containerservice/v20190201:AgentPool"),
                pulumi.Alias(type_="azure-native:containerservice/v20240302preview:AgentPool"),

@@ -6,7 +6,7 @@ import pytest
 
 from conftest import EXAMPLE, assert_golden, spec_text
 from gpustack.cli import main
-from gpustack.clouds import gcp as gke
+from gpustack.clouds.gcp import facts as gke
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec
 from gpustack.testing import Declared, run_program

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from conftest import EXAMPLE, TARGETS, assert_golden
-from gpustack.backends import oci as backend
+from gpustack.clouds.oci import backend
 from gpustack.cli import main
-from gpustack.clouds import oci as oke
+from gpustack.clouds.oci import facts as oke
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec
 from gpustack.testing import Declared, run_program

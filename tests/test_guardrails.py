@@ -134,6 +134,6 @@ def test_every_registered_cloud_has_a_node_pool_reader_in_the_pack():
     # The pack reads node pools by their Pulumi type; a cloud added to the registry without a reader
     # would silently escape every policy.
     from gpustack.clouds import CLOUDS
-    from gpustack.guardrails.resources import POOL_TYPES
+    from gpustack.guardrails.resources import pool_types
 
-    assert {t.cloud for t in POOL_TYPES.values()} == set(CLOUDS.names())
+    assert {t.cloud for t in pool_types().values()} == set(CLOUDS.names())

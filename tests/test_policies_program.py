@@ -14,7 +14,7 @@ from gpustack.guardrails.policy_pack import policies
 from gpustack.guardrails.resources import pool_view
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec
-from gpustack.testing import OUTPUTS, run_program
+from gpustack.testing import outputs, run_program
 
 KUBECONFIG = {"gpustack:kubeconfig": "apiVersion: v1\nkind: Config\n"}  # declares the in-cluster auto-stop too
 LABELS = {"team": "ml-platform", "environment": "prod"}
@@ -27,8 +27,8 @@ def pack_verdicts(spec: str, target: str) -> tuple[list[tuple[str, str]], int]:
     resources = []
     for d in declared:
         props = dict(d.inputs)
-        if d.type in OUTPUTS:  # a stack policy sees outputs: the inputs plus what the cloud computed
-            props.update(OUTPUTS[d.type](d.name, props))
+        if d.type in outputs():  # a stack policy sees outputs: the inputs plus what the cloud computed
+            props.update(outputs()[d.type](d.name, props))
         opts = PolicyResourceOptions(False, list(d.ignore_changes), None, [], None, [], None)
         resources.append(PolicyResource(d.type, props, d.urn, d.name, opts, None, None, [], {}))
     for policy in policies():

@@ -17,7 +17,7 @@ from pulumi_policy import (PolicyResource, PolicyResourceOptions, ResourceValida
 from conftest import EXAMPLE
 from gpustack.guardrails.policy_pack import plain, policies
 from gpustack.guardrails.resources import pool_view
-from gpustack.testing import OUTPUTS, run_program
+from gpustack.testing import outputs, run_program
 
 LABELS = {"team": "ml-platform", "environment": "prod", "gpustack.dev/kind": "training",
           "gpustack.dev/checkpointing": "true"}
@@ -113,8 +113,8 @@ def test_the_reader_finds_every_field_in_the_sdk_inputs(declared, name):
 
 def _resource(d, dependencies=()) -> PolicyResource:
     props = dict(d.inputs)
-    if d.type in OUTPUTS:  # a stack policy sees outputs: the inputs plus what the cloud computed
-        props.update(OUTPUTS[d.type](d.name, props))
+    if d.type in outputs():  # a stack policy sees outputs: the inputs plus what the cloud computed
+        props.update(outputs()[d.type](d.name, props))
     return PolicyResource(d.type, props, d.urn, d.name, PolicyResourceOptions(False, [], None, [], None, [], None),
                           None, None, list(dependencies), {})
 

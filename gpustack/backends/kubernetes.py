@@ -67,7 +67,7 @@ def declare(target: TargetPlan, plan: Plan, kubeconfig: pulumi.Input[str],
             in_namespace.setdefault(namespace, []).append(resource)
     if node_group_ids and autoscaling.needs_node_group_ids(target):
         configmap = _priority_configmap(target, plan, node_group_ids, provider)
-        declared[f"ConfigMap:{autoscaling.AUTOSCALER_NAMESPACE}/{autoscaling.PRIORITY_CONFIGMAP}"] = configmap
+        declared[f"ConfigMap:{autoscaling.priority_configmap_key(target)}"] = configmap
     if rendered.operator is not None:
         release = rendered.operator
         # The values name the ConfigMaps of the operator's namespace: install once they exist.
@@ -91,7 +91,7 @@ def _priority_configmap(target: TargetPlan, plan: Plan, node_group_ids: Mapping[
     names = sorted(node_group_ids)
     built = pulumi.Output.all(*(node_group_ids[n] for n in names)).apply(
         lambda ids: autoscaling.priority_configmap(plan, target, dict(zip(names, ids))))
-    return k8s.core.v1.ConfigMap(f"{autoscaling.AUTOSCALER_NAMESPACE}/{autoscaling.PRIORITY_CONFIGMAP}",
+    return k8s.core.v1.ConfigMap(autoscaling.priority_configmap_key(target),
                                  metadata=built["metadata"], data=built["data"],
                                  opts=pulumi.ResourceOptions(provider=provider))
 

@@ -2,23 +2,27 @@
 
 Adding a cloud
 --------------
-1. Write `gpustack/clouds/<name>.py` with a `Cloud` subclass registered by the decorator::
+1. Make its bundle, the package `gpustack/clouds/<name>/` (subpackages here are discovered, so
+   nothing else lists the cloud), with the modules of `BUNDLE_PARTS` (`gpustack/clouds/base.py`):
+   `facts.py` holds a `Cloud` subclass registered by the decorator::
 
        @CLOUDS.register
        class Lambda(Cloud):
            name = "lambda"
            aliases = ("lambdalabs",)
            display_name = "Lambda"
-           backend = "gpustack.backends.lambda_cloud"
+           example = ExampleTarget(region="us-west-1", cluster="ml", settings={"project": "p"},
+                                   provider_config={"lambda:region": "us-west-1"})
            settings = (Setting("project", True, "string", "the project the pools belong to"),)
            # Node-pool names: at most 40 characters ... <doc URL>
            pool_names = NameRule(40, r"[a-z][a-z0-9-]*", "-", "<doc URL>")
            unsupported = {Feature.SPOT: "Lambda sells no spot capacity"}
 
-   Modules in this package are discovered, so nothing else lists the cloud.
+   and `__init__.py` imports it; `backend.py` declares the Pulumi resources, `readers.py` reads
+   them back for the guardrails, `mocks.py` answers the Pulumi mocks.
 2. Add its instance types to `gpustack/catalog/data/instances.csv`, with their source.
-3. Write the backend module (`Backend` in `gpustack/backends/base.py`) and a golden test case.
-   `tests/test_clouds_registry.py` fails until every registered cloud has all of these.
+3. Add its golden cases. `tests/test_cloud_bundles.py` fails until every registered cloud has all of
+   these, and while shared code names a cloud.
 
 Shared code asks the cloud object for facts (`cloud.pool_names`, `cloud.supports(...)`); it never
 compares a cloud's name.
@@ -54,9 +58,8 @@ class CloudRegistry:
     def _load(self) -> None:
         if not self._loaded:
             self._loaded = True
-            for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-                if module != "base" and not module.startswith("_"):
-                    importlib.import_module(f"{__name__}.{module}")
+            for bundle in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.ispkg):
+                importlib.import_module(f"{__name__}.{bundle}")
 
     def names(self) -> tuple[str, ...]:
         self._load()

@@ -1,8 +1,14 @@
-"""What every cloud module declares: its facts, its limits and its capability gaps, as data.
+"""What every cloud declares: its facts, its limits and its capability gaps, as data.
 
-A cloud module holds no provider SDK import: the facts here are read while a spec is validated and
-planned. The Pulumi side of a cloud lives in the module named by `Cloud.backend`, imported only by
-the Pulumi program.
+A cloud is one bundle, the package `gpustack.clouds.<name>`, with one module per concern:
+
+    facts.py    the `Cloud` subclass (registered), its enums and limits, each next to its source
+    backend.py  the Pulumi resources (imported only by the Pulumi program: the SDK lives there)
+    readers.py  the guardrail readers: Pulumi resource props -> pool views, native schedules
+    mocks.py    what the Pulumi mocks answer for this cloud's data sources and computed outputs
+
+`Cloud.part(name)` imports one of them on first use. The facts hold no provider SDK import: they
+are read while a spec is validated and planned.
 """
 
 from __future__ import annotations
@@ -10,8 +16,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import importlib
 import re
 from collections.abc import Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:  # the plan imports the clouds; the clouds only name the plan's types
@@ -85,10 +93,28 @@ class FallbackMechanism:
     # pool does (an OCID), so only the Pulumi program can name it.
     node_group: str | None = None
     node_group_example: str = ""  # a documented id of that shape, `{pool}` for the cloud name (tests)
-    # COMPUTE_CLASS: the node label and taint key that tie a pool to its class.
+    # PRIORITY_EXPANDER: the namespace the autoscaler reads its priority ConfigMap from.
+    namespace: str | None = None
+    # COMPUTE_CLASS: the node label and taint key that tie a pool to its class, and the class's apiVersion.
     pool_marker: str | None = None
+    api_version: str | None = None
     user_action: str = ""  # what the user must set, which gpustack does not own
     source: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExampleTarget:
+    """A target of this cloud for `gpustack new` and the docs: a region whose catalog has the example's
+    GPUs, placeholder references in the formats the cloud validates, and the provider's stack config."""
+
+    region: str
+    cluster: str
+    settings: Mapping[str, str | tuple[str, ...]]
+    provider_config: Mapping[str, str]
+
+
+# The modules of a cloud's bundle (see the module docstring); `facts` registers the cloud.
+BUNDLE_PARTS = ("facts", "backend", "readers", "mocks")
 
 
 PRIORITY_EXPANDER = "priority-expander"
@@ -104,11 +130,17 @@ class Cloud:
     name: ClassVar[str]  # canonical name used in plans: aws, azure, gcp, oci
     aliases: ClassVar[tuple[str, ...]] = ()
     display_name: ClassVar[str]  # e.g. "EKS"
-    backend: ClassVar[str]  # module with the Pulumi resources of this cloud
+    example: ClassVar[ExampleTarget]
     settings: ClassVar[tuple[Setting, ...]] = ()
     cluster_rule: ClassVar[tuple[str, str]] = (r".+", "a cluster name")  # (regex, in words)
     pool_names: ClassVar[NameRule]
     unsupported: ClassVar[Mapping[Feature, str]] = {}
+    # Label-key prefixes the cloud owns on nodes: never attribution labels, never cloud tags.
+    own_label_prefixes: ClassVar[tuple[str, ...]] = ()
+    # Whether the node images gpustack asks for carry the NVIDIA driver and the container toolkit (the
+    # GPU Operator then installs neither); stated per cloud with its source.
+    image_has_gpu_driver: ClassVar[bool]
+    image_has_container_toolkit: ClassVar[bool]
     # Labels and taints the cloud puts on spot nodes by itself; pools declare the taint too so the
     # declared state matches what the nodes carry.
     spot_node_label: ClassVar[tuple[str, str] | None] = None
@@ -127,6 +159,15 @@ class Cloud:
     replacing_changes: ClassVar[Mapping[str, str]] = {}
     # How spot pools are preferred over their fallback pools (None: nothing known; the plan says so).
     fallback_mechanism: ClassVar[FallbackMechanism | None] = None
+
+    @property
+    def bundle(self) -> str:
+        """The package holding everything of this cloud (`gpustack.clouds.<name>`)."""
+        return type(self).__module__.rpartition(".")[0]
+
+    def part(self, name: str) -> ModuleType:
+        """A module of the cloud's bundle (`backend`, `readers`, `mocks`), imported on first use."""
+        return importlib.import_module(f"{self.bundle}.{name}")
 
     def supports(self, feature: Feature) -> bool:
         return feature not in self.unsupported

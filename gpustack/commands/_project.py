@@ -14,12 +14,11 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-import yaml
-
 from gpustack import __version__
 from gpustack.clouds import CLOUDS
+from gpustack.clouds.base import ExampleTarget
 from gpustack.errors import UsageError
-from gpustack.output.jinja import GENERATED_BY, render, template_root
+from gpustack.output.jinja import GENERATED_BY, render
 
 SPEC = "stacks/gpustack.yaml"
 # Output path -> template under templates/project/ (GitHub's folder is `.github`, a name Python
@@ -45,10 +44,9 @@ PLACEHOLDER_PACKAGE = f"gpustack @ git+https://git.example.invalid/set-me-with-g
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,18}[a-z0-9])?")
 
 
-def example_targets() -> dict[str, dict]:
-    """The example target of each cloud (templates/project/example_targets.yaml)."""
-    text = template_root().joinpath("project", "example_targets.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+def example_targets() -> dict[str, ExampleTarget]:
+    """The example target of each cloud (`Cloud.example`, in its bundle)."""
+    return {cloud.name: cloud.example for cloud in CLOUDS}
 
 
 def project_name(directory: Path, name: str | None) -> str:
@@ -111,14 +109,14 @@ def render_pulumi_template() -> dict[str, str]:
     return render_project("gpu-platform", CLOUDS.names(), pulumi_template=True)
 
 
-def _target(cloud: str, example: Mapping) -> dict[str, object]:
-    settings = [f"{key}: {_flow(value)}" for key, value in example["settings"].items()]
-    return {"name": f"{cloud}-prod", "cloud": cloud, "region": example["region"], "cluster": example["cluster"],
-            "settings": settings, "provider_config": sorted(example["provider_config"].items())}
+def _target(cloud: str, example: ExampleTarget) -> dict[str, object]:
+    settings = [f"{key}: {_flow(value)}" for key, value in example.settings.items()]
+    return {"name": f"{cloud}-prod", "cloud": cloud, "region": example.region, "cluster": example.cluster,
+            "settings": settings, "provider_config": sorted(example.provider_config.items())}
 
 
 def _flow(value: object) -> str:
-    return "[" + ", ".join(str(v) for v in value) + "]" if isinstance(value, list) else str(value)
+    return "[" + ", ".join(str(v) for v in value) + "]" if isinstance(value, (list, tuple)) else str(value)
 
 
 def check_plans(files: Mapping[str, str]) -> None:

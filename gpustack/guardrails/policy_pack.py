@@ -19,6 +19,7 @@ from pulumi_policy import (EnforcementLevel, Policy, PolicyConfigSchema, PolicyP
                            StackValidationPolicy)
 from pulumi_policy.proxy import UnknownValueError, _is_unknown
 
+from gpustack.clouds import CLOUDS
 from gpustack.guardrails import findings
 from gpustack.guardrails.resources import autoscaler_bounds, pool_view, stack_of, with_bounds
 from gpustack.guardrails.rules import RULES, Rule
@@ -122,4 +123,6 @@ def policies() -> list[Policy]:
 
 def main() -> None:
     """Serve the pack to the Pulumi engine (the entry point of policies/__main__.py)."""
-    PolicyPack(PACK_NAME, policies(), description="gpustack guardrails for GPU node pools on EKS, GKE, AKS and OKE")
+    clouds = [cloud.display_name for cloud in CLOUDS]
+    where = ", ".join(clouds[:-1]) + f" and {clouds[-1]}" if len(clouds) > 1 else "".join(clouds)
+    PolicyPack(PACK_NAME, policies(), description=f"gpustack guardrails for GPU node pools on {where}")

@@ -1,37 +1,47 @@
 """Which resources of a stack stop a node pool out of hours: the pack's view of "has a schedule".
 
-Two kinds count: an EKS scheduled action (`aws:autoscaling/schedule:Schedule`) on the node group's
-Auto Scaling group, and a Kubernetes CronJob whose labels name the pool under `gpustack.dev/pool`
-(the in-cluster auto-stop, on every cloud). `schedule_stops_pool` is the one place that matches a
-schedule to a pool.
+Two kinds count: a Kubernetes CronJob whose labels name the pool under `gpustack.dev/pool` (the
+in-cluster auto-stop, on every cloud), and a cloud's own scheduled scaling, read by the
+`SCHEDULE_TYPES` of its bundle's `readers.py` (e.g. a scheduled action on the Auto Scaling group of
+a node group). `schedule_stops_pool` is the one place that matches a schedule to a pool.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from gpustack.clouds import CLOUDS
 from gpustack.guardrails.view import POOL_LABEL, UNKNOWN, PoolView
 
-EKS_SCHEDULE = "aws:autoscaling/schedule:Schedule"
 CRONJOB = "kubernetes:batch/v1:CronJob"
 
 
 @dataclasses.dataclass(frozen=True)
 class ScheduleRef:
     urn: str
-    asg_name: str | None = None  # EKS: the Auto Scaling group it scales, when known
+    asg_name: str | None = None  # a cloud schedule: the Auto Scaling group it scales, when known
     depends_on: frozenset[str] = frozenset()  # URNs its Auto Scaling group name comes from
     pool_label: str | None = None  # CronJob: the value of its gpustack.dev/pool label
+
+
+ScheduleReader = Callable[[Mapping[str, Any], str, Iterable[str]], ScheduleRef]
+
+
+@functools.cache
+def cloud_schedule_types() -> dict[str, ScheduleReader]:
+    """Every cloud's scheduled-scaling resource types (`SCHEDULE_TYPES` of each bundle's readers)."""
+    return {token: read for cloud in CLOUDS for token, read in cloud.part("readers").SCHEDULE_TYPES.items()}
 
 
 def schedule_ref(resource_type: str, props: Mapping[str, Any], urn: str,
                  dependencies: Iterable[str] = ()) -> ScheduleRef | None:
     """The schedule a resource declares, or None when it declares none."""
-    if resource_type == EKS_SCHEDULE:
-        asg = props.get("autoscalingGroupName")
-        return ScheduleRef(urn, asg_name=asg if isinstance(asg, str) else None, depends_on=frozenset(dependencies))
+    read = cloud_schedule_types().get(resource_type)
+    if read is not None:
+        return read(props, urn, dependencies)
     if resource_type == CRONJOB:
         metadata = props.get("metadata")
         labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
@@ -47,7 +57,7 @@ def schedule_stops_pool(schedule: ScheduleRef, pool: PoolView) -> bool:
     """Whether `schedule` belongs to `pool`.
 
     A CronJob names the pool by its gpustack.dev/pool node label (the plan's pool name) or by its
-    name on the cloud. An EKS schedule names the node group's Auto Scaling group; while that name
+    name on the cloud. A cloud schedule names the node group's Auto Scaling group; while that name
     is not known yet (a preview before the node group exists) its dependency on the node group
     stands for it.
     """

@@ -104,12 +104,12 @@ def notes(pools: Sequence[Pool], cloud: Cloud) -> tuple[list[str], list[str]]:
                    f"grow), and gpustack labels and taints them {mechanism.pool_marker}={group.name}")
         elif mechanism.node_group is not None:
             how = ("the Cluster Autoscaler's priority expander grows the spot pools first: gpustack writes "
-                   "kube-system/cluster-autoscaler-priority-expander, which ranks their node groups above the "
-                   "fallback's")
+                   f"{mechanism.namespace}/cluster-autoscaler-priority-expander, which ranks their node groups "
+                   "above the fallback's")
         else:
             how = ("the Cluster Autoscaler's priority expander grows the spot pools first, ranked in "
-                   "kube-system/cluster-autoscaler-priority-expander; its regexes name node groups by ids that "
-                   "exist only once the pools do, so `gpustack render` cannot write it")
+                   f"{mechanism.namespace}/cluster-autoscaler-priority-expander; its regexes name node groups by "
+                   "ids that exist only once the pools do, so `gpustack render` cannot write it")
         action = mechanism.user_action.replace("<class>", group.name)
         found.append(f"{which}: the fallback runs only when spot is short because {how}. You must {action}. "
                      "The pods must tolerate the spot taint and must not pin a single pool (docs/in-cluster.md, "

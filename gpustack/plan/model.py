@@ -7,15 +7,24 @@ additions, never renames.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from typing import Any
 
 from gpustack.spec.model import HOURS_PER_MONTH
 
 Pairs = tuple[tuple[str, str], ...]
-# Label keys gpustack, NVIDIA's tools and GKE own (GKE: the pool's ComputeClass); every other label of a
-# pool is an attribution label.
-OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/", "cloud.google.com/")
+# Label keys gpustack and NVIDIA's tools own; with those a cloud owns (`Cloud.own_label_prefixes`, e.g. the
+# label that ties a pool to a ComputeClass), they are not attribution labels.
+OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/")
+
+
+@functools.cache
+def own_label_prefixes() -> tuple[str, ...]:
+    """Label-key prefixes that gpustack, NVIDIA or any registered cloud owns."""
+    from gpustack.clouds import CLOUDS  # the clouds name the plan's types; import them only when asked
+
+    return OWN_LABEL_PREFIXES + tuple(sorted({p for cloud in CLOUDS for p in cloud.own_label_prefixes}))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +126,7 @@ class Pool:
     @property
     def attribution(self) -> dict[str, str]:
         """The labels people set (team, cost-center, model, ...): what becomes cloud tags and alert labels."""
-        return {k: v for k, v in self.labels if not k.startswith(OWN_LABEL_PREFIXES)}
+        return {k: v for k, v in self.labels if not k.startswith(own_label_prefixes())}
 
 
 @dataclasses.dataclass(frozen=True)

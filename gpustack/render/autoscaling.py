@@ -2,21 +2,20 @@
 pools first and its fallback pools only when they cannot grow (`gpustack.plan.fallback`), per the
 cloud's `fallback_mechanism`:
 
-- priority expander (EKS, AKS, OKE): the Cluster Autoscaler's ConfigMap
+- priority expander: the Cluster Autoscaler's ConfigMap
   `cluster-autoscaler-priority-expander` (key `priorities`: priority -> regexes of node-group ids;
   the highest priority whose regex matches wins, ties at random). It must sit in the autoscaler's
-  namespace: kube-system on AKS, in the upstream manifests, and (unconfirmed) in OKE's add-on; it is
-  reloaded on change (https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/expander/priority/readme.md).
+  namespace (`FallbackMechanism.namespace`, per cloud); it is reloaded on change (https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/expander/priority/readme.md).
   Regexes are searched, not matched whole (`FindStringIndex` in expander/priority/priority.go), so
   every one is anchored. A node group that no regex matches is dropped whenever a matching one could
   take the pod ("The group won't be used", priority.go), so `.*` at the lowest priority keeps the
   cluster's other node groups eligible, below gpustack's (the highest matching priority counts since
   kubernetes/autoscaler#3308).
-- ComputeClass (GKE): one `cloud.google.com/v1` ComputeClass per group, its spot pools as the first
+- ComputeClass: one ComputeClass (`FallbackMechanism.api_version`) per group, its spot pools as the first
   priority and its fallback pools as the second; the planner labelled and tainted the pools with the
   class name.
 
-Where the node-group ids exist only once the pools do (OKE: node pool OCIDs), `gpustack render` writes
+Where the node-group ids exist only once the pools do (e.g. OCIDs), `gpustack render` writes
 nothing; the Pulumi program passes the ids in (`node_group_ids`).
 """
 
@@ -35,12 +34,10 @@ from gpustack.plan.model import Plan, TargetPlan
 from gpustack.render.common import metadata, object_labels
 
 PRIORITY_CONFIGMAP = "cluster-autoscaler-priority-expander"
-AUTOSCALER_NAMESPACE = "kube-system"
 SPOT_PRIORITY = 30
 FALLBACK_PRIORITY = 20
 OTHER_PRIORITY = 1  # every other node group of the cluster
 OTHER_NODE_GROUPS = ".*"
-COMPUTE_CLASS_API = "cloud.google.com/v1"
 
 
 def literal(text: str) -> str:
@@ -74,14 +71,22 @@ def priority_configmap(plan: Plan, target: TargetPlan,
         regex = lambda pool: f"^{literal(node_group_ids[pool.name])}$"  # noqa: E731
     else:
         return None
+    assert mechanism.namespace is not None  # the registry test checks every priority expander names one
     spot = [regex(p) for g in groups for p in g.spot]
     fallback = [regex(p) for g in groups for p in g.fallback]
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata(PRIORITY_CONFIGMAP, object_labels(plan, target), AUTOSCALER_NAMESPACE),
+        "metadata": metadata(PRIORITY_CONFIGMAP, object_labels(plan, target), mechanism.namespace),
         "data": {"priorities": priorities_text(spot, fallback)},
     }
+
+
+def priority_configmap_key(target: TargetPlan) -> str:
+    """`<namespace>/<name>` of the target's priority-expander ConfigMap (its Pulumi name)."""
+    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
+    assert mechanism is not None and mechanism.namespace is not None
+    return f"{mechanism.namespace}/{PRIORITY_CONFIGMAP}"
 
 
 def needs_node_group_ids(target: TargetPlan) -> bool:
@@ -92,9 +97,11 @@ def needs_node_group_ids(target: TargetPlan) -> bool:
 
 
 def compute_class(plan: Plan, target: TargetPlan, group: FallbackGroup) -> dict[str, Any]:
+    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
+    assert mechanism is not None and mechanism.api_version is not None
     priorities = [{"nodepools": [p.cloud_name for p in pools]} for pools in (group.spot, group.fallback) if pools]
     return {
-        "apiVersion": COMPUTE_CLASS_API,
+        "apiVersion": mechanism.api_version,
         "kind": "ComputeClass",
         "metadata": metadata(group.name, object_labels(plan, target)),
         "spec": {

@@ -13,12 +13,9 @@ are prometheus-operator RelabelConfigs (camelCase keys: the ClusterPolicy field 
 Decisions, from the cloud's facts and the plan only:
 - the operator runs unless the cloud shares GPUs natively in every mode (it then runs its own
   device plugin, e.g. GKE);
-- `driver.enabled: false` and `toolkit.enabled: false` everywhere: the node images gpustack uses
-  (EKS AL2023 NVIDIA AMI, AKS pools with the AKS-installed driver, OKE GPU images) carry the NVIDIA
-  driver and container toolkit. Amazon's words for its AMI: "you must disable the operator
-  installation of the driver and toolkit, as these are already included"
-  (https://docs.aws.amazon.com/eks/latest/userguide/ml-eks-optimized-ami.html); for AKS and OKE the
-  toolkit is inferred from their GPU images running GPU pods without the operator;
+- `driver.enabled` and `toolkit.enabled` are off where the cloud's node images carry the NVIDIA
+  driver and the container toolkit (`Cloud.image_has_gpu_driver`, `image_has_container_toolkit`,
+  each stated with its source in the cloud's bundle);
 - the MIG manager is off where the node pool partitions MIG itself (AKS gpuInstanceProfile), so the
   operator never repartitions those nodes;
 - the operator's daemonsets (and node-feature-discovery, which finds the GPU nodes) tolerate every
@@ -83,8 +80,8 @@ def values(target: TargetPlan, cloud: Cloud) -> dict[str, Any]:
     if mig_manager["enabled"] and nvidia.mig_parted_pools(target):
         mig_manager["config"] = {"name": nvidia.MIG_PARTED_CONFIGMAP, "default": nvidia.ALL_DISABLED}
     return {
-        "driver": {"enabled": False},
-        "toolkit": {"enabled": False},
+        "driver": {"enabled": not cloud.image_has_gpu_driver},
+        "toolkit": {"enabled": not cloud.image_has_container_toolkit},
         "mig": {"strategy": nvidia.mig_strategy(target)},
         "devicePlugin": {"config": {"name": nvidia.DEVICE_PLUGIN_CONFIGMAP, "default": nvidia.DEFAULT_CONFIG}},
         "migManager": mig_manager,

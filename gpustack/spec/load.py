@@ -306,7 +306,7 @@ class _SpecReader(Reader):
     def instance_pins(self, path: Path, value: Any) -> Any:
         """{cloud: instance type}: clouds by name or alias; the types are checked per target later."""
         if not isinstance(value, dict):
-            return self.problem(path, "expected a mapping of cloud to instance type, e.g. {aws: p4de.24xlarge}")
+            return self.problem(path, "expected a mapping of cloud to instance type, e.g. {<cloud>: <instance type>}")
         pins = []
         for key, name in value.items():
             if path + (key,) in self.doc.typed_keys:

@@ -1,7 +1,7 @@
 """EKS: one managed node group per pool, a capacity reservation for each reserved floor, and
 Auto Scaling scheduled actions for pools with an active window.
 
-Every value comes from the plan; enum strings come from `gpustack.clouds.aws`, which checked them
+Every value comes from the plan; enum strings come from `gpustack.clouds.aws.facts`, which checked them
 when the spec was planned. Pulumi names derive from the pool's plan name (children) or the
 target's name (the node role), so adding a workload never renames an existing resource.
 """
@@ -16,7 +16,7 @@ import pulumi_aws as aws
 
 from gpustack.backends.base import GpuNodePool
 from gpustack.clouds import CLOUDS
-from gpustack.clouds import aws as eks
+from gpustack.clouds.aws import facts as eks
 from gpustack.plan.model import Plan, Pool, TargetPlan
 from gpustack.schedules import window_crons
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import Cloud, FallbackMechanism, NameRule, PRIORITY_EXPANDER, Setting
+from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, NameRule, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -100,7 +100,10 @@ class EKS(Cloud):
     name = "aws"
     aliases = ("eks",)
     display_name = "EKS"
-    backend = "gpustack.backends.aws"
+    example = ExampleTarget(
+        region="us-east-1", cluster="ml-prod",
+        settings={"subnet_ids": ("subnet-0123456789abcdef0", "subnet-0fedcba9876543210")},
+        provider_config={"aws:region": "us-east-1"})
     settings = (
         Setting("subnet_ids", True, "strings", "subnets the node groups launch into",
                 r"^subnet-[0-9a-z]+$", "an EC2 subnet id such as 'subnet-0a1b2c3d'"),
@@ -119,6 +122,10 @@ class EKS(Cloud):
     # gpustack declares one on spot pools (secondary sources, see docs/clouds.md).
     spot_node_label = ("eks.amazonaws.com/capacityType", "SPOT")
     spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")
+    # The AL2023 NVIDIA AMIs carry the driver and the container toolkit: "you must disable the operator
+    # installation of the driver and toolkit, as these are already included" (_ACCELERATED_AMIS).
+    image_has_gpu_driver = True
+    image_has_container_toolkit = True
 
     # Node-group fields that are ForceNew in the Terraform provider pulumi-aws bridges (labels, taints
     # and scaling update in place); read by `gpustack diff`.
@@ -150,6 +157,7 @@ class EKS(Cloud):
         PRIORITY_EXPANDER,
         node_group=r"^eks-{pool}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
         node_group_example="eks-{pool}-40bbb26b-8679-eb64-d33a-4ba475413529",
+        namespace="kube-system",  # where the upstream manifests and the Helm chart's docs run it
         user_action="run the Cluster Autoscaler in kube-system with --expander=priority (Helm chart "
                     "cluster-autoscaler: extraArgs.expander=priority)",
         source="https://github.com/kubernetes/autoscaler/issues/3871",

@@ -1,6 +1,6 @@
 """AKS: one user agent pool per planned pool, and a capacity reservation for each reserved floor.
 
-Every value comes from the plan or from `gpustack.clouds.azure` (the enum strings, checked when the
+Every value comes from the plan or from `gpustack.clouds.azure.facts` (the enum strings, checked when the
 spec was planned); nothing is decided here. Logical names derive from the plan's pool name, so
 adding a workload or reordering the spec never renames an existing resource.
 """
@@ -17,7 +17,7 @@ import pulumi
 from pulumi_azure_native import compute, containerservice
 
 from gpustack.backends.base import GpuNodePool
-from gpustack.clouds import azure as facts
+from gpustack.clouds.azure import facts
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
 
@@ -25,7 +25,7 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
     del plan  # everything needed is in the target
     resource_group = str(dict(target.settings)["resource_group"])
     build = functools.partial(_agent_pool, target, resource_group)
-    return {pool.name: GpuNodePool("azure", pool, build) for pool in target.pools}
+    return {pool.name: GpuNodePool(target.cloud, pool, build) for pool in target.pools}
 
 
 # azure-native gives every resource an alias for each past API version of its type (about 90 for

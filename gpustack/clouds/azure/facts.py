@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import Cloud, FallbackMechanism, Feature, NameRule, PRIORITY_EXPANDER, Setting
+from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -91,7 +91,9 @@ class AKS(Cloud):
     name = "azure"
     aliases = ("aks",)
     display_name = "AKS"
-    backend = "gpustack.backends.azure"
+    example = ExampleTarget(
+        region="eastus", cluster="ml-prod-aks", settings={"resource_group": "rg-ml-prod"},
+        provider_config={"azure-native:location": "eastus"})
     settings = (
         Setting("resource_group", True, "string", "the resource group of the AKS cluster",
                 r"^[-\w\._\(\)]{1,90}$", "a resource group name (at most 90 letters, digits, '-', '_', '.', '(', ')')"),
@@ -110,6 +112,10 @@ class AKS(Cloud):
     native_mig_partitioning = True
     spot_node_label = ("kubernetes.azure.com/scalesetpriority", "spot")
     spot_taint = ("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")
+    # AKS installs the driver (GPU_DRIVER); the toolkit is inferred from AKS GPU pools running GPU pods
+    # without the operator (https://learn.microsoft.com/en-us/azure/aks/use-nvidia-gpu).
+    image_has_gpu_driver = True
+    image_has_container_toolkit = True
 
     def mig_profiles(self, gpu: str, mig_profiles: tuple[str, ...]) -> tuple[str, ...]:
         del gpu
@@ -161,6 +167,7 @@ class AKS(Cloud):
         PRIORITY_EXPANDER,
         node_group=r"^aks-{pool}-[0-9]+-vmss$",
         node_group_example="aks-{pool}-27324113-vmss",
+        namespace="kube-system",  # the AKS-managed autoscaler reads its ConfigMap there (blog post below)
         user_action="set the cluster's autoscaler profile expander to priority (az aks update "
                     "--cluster-autoscaler-profile expander=priority; ManagedCluster autoScalerProfile.expander)",
         source="https://github.com/Azure/AKS/blob/master/blog/_posts/2025-07-17-Scaling-safely-with-spot-on-aks.md",

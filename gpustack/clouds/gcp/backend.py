@@ -3,7 +3,7 @@ Compute Engine reservation for each reserved floor.
 
 GKE has no scheduled scaling of node pools; the plan says so for every scheduled pool and the
 in-cluster auto-stop covers it. Every value comes from the plan; enum strings come from
-`gpustack.clouds.gcp`, which checked them when the spec was planned. Pulumi names derive from the
+`gpustack.clouds.gcp.facts`, which checked them when the spec was planned. Pulumi names derive from the
 pool's plan name, so adding a workload never renames an existing resource.
 """
 
@@ -17,7 +17,7 @@ import pulumi_gcp as gcp
 
 from gpustack.backends.base import GpuNodePool
 from gpustack.clouds import CLOUDS
-from gpustack.clouds import gcp as gke
+from gpustack.clouds.gcp import facts as gke
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
 # initial_node_count forces a new node pool when it changes, and the autoscaler changes the live

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import COMPUTE_CLASS, Cloud, FallbackMechanism, Feature, NameRule, Setting
+from gpustack.clouds.base import COMPUTE_CLASS, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -87,9 +87,6 @@ RESERVATION_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-",
 _GCE_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 _GCE_LABEL_VALUE = re.compile(r"[a-z0-9_-]{0,63}")
 MAX_RESOURCE_LABELS = 64
-# Keys that are gpustack's, NVIDIA's and GKE's own (the ComputeClass label), kept off cloud labels (as
-# Pool.attribution does).
-_OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/", "cloud.google.com/")
 
 
 def accelerator_type(gpu: str, machine_type: str) -> str | None:
@@ -115,7 +112,7 @@ def partition_size(pool: "Pool") -> str | None:
 
 def resource_labels(pool: "Pool") -> dict[str, str]:
     """The pool's attribution labels, as Compute Engine labels on its VMs (checked by `check_pool`)."""
-    return {k: v for k, v in pool.labels if not k.startswith(_OWN_LABEL_PREFIXES)}
+    return pool.attribution
 
 
 def reservation_name(cluster: str, pool_cloud_name: str) -> str:
@@ -174,7 +171,10 @@ class GKE(Cloud):
     name = "gcp"
     aliases = ("gke", "google")
     display_name = "GKE"
-    backend = "gpustack.backends.gcp"
+    example = ExampleTarget(
+        region="us-central1", cluster="ml-prod",
+        settings={"project": "my-gcp-project", "node_locations": ("us-central1-a",)},
+        provider_config={"gcp:region": "us-central1", "gcp:project": "my-gcp-project"})
     settings = (
         Setting("project", False, "string", "the Google Cloud project (default: the provider's project)",
                 r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", "a project id: 6-30 lowercase letters, digits and '-'"),
@@ -192,10 +192,15 @@ class GKE(Cloud):
         Feature.MIG_MIXED_LAYOUTS: "GKE partitions every GPU of a node pool with one gpu_partition_size",
         Feature.NATIVE_SCHEDULE: "GKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
     }
+    # GKE's own label keys (the ComputeClass label below) are not attribution labels.
+    own_label_prefixes = ("cloud.google.com/",)
     # Spot nodes carry cloud.google.com/gke-spot=true (confirmed); whether GKE Standard also taints
     # them is unconfirmed, so pools declare the taint themselves.
     spot_node_label = ("cloud.google.com/gke-spot", "true")
     spot_taint = ("cloud.google.com/gke-spot", "true", "NoSchedule")
+    # GKE installs the driver (GPU_DRIVER_VERSION) and runs its own device plugin (_GKE_GPUS).
+    image_has_gpu_driver = True
+    image_has_container_toolkit = True
     # max_shared_clients_per_gpu: "Valid range: 2-48" (GKE ComputeClass reference, quoted in
     # kcl-lang/modules PR #358; no GKE API text found).
     max_shared_clients_per_gpu = 48
@@ -249,6 +254,7 @@ class GKE(Cloud):
     fallback_mechanism = FallbackMechanism(
         COMPUTE_CLASS,
         pool_marker="cloud.google.com/compute-class",
+        api_version="cloud.google.com/v1",
         user_action="run GKE 1.30.3-gke.1451000 or later and select the class in the pods "
                     "(nodeSelector cloud.google.com/compute-class: <class>)",
         source="https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes",

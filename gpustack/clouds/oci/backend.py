@@ -1,7 +1,7 @@
 """OKE: one managed node pool per planned pool, capacity reservations for reserved floors, and the
 Cluster Autoscaler add-on holding every pool's bounds.
 
-Every value comes from the plan, the target's settings or `gpustack.clouds.oci` (the enum strings,
+Every value comes from the plan, the target's settings or `gpustack.clouds.oci.facts` (the enum strings,
 checked when the spec was planned); nothing is decided here. Logical names derive from the plan's
 pool name (and the target name for the add-on), so reordering the spec never renames a resource.
 """
@@ -19,7 +19,7 @@ import pulumi
 import pulumi_oci as oci
 
 from gpustack.backends.base import GpuNodePool
-from gpustack.clouds import oci as facts
+from gpustack.clouds.oci import facts
 from gpustack.plan.model import Plan, Pool, TargetPlan
 from gpustack.render.autoscaling import needs_node_group_ids
 
@@ -63,7 +63,7 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
         domains = found.availability_domains.apply(lambda ads: sorted(ad["name"] for ad in ads))
     where = _Where(target.cluster, compartment, str(settings["subnet_id"]), version, image,
                    bool(settings.get("image_id")), domains)
-    pools = {pool.name: GpuNodePool("oci", pool, functools.partial(_node_pool, where)) for pool in target.pools}
+    pools = {pool.name: GpuNodePool(target.cloud, pool, functools.partial(_node_pool, where)) for pool in target.pools}
     if settings.get("cluster_autoscaler", "addon") == "addon" and pools:
         # The priority expander only together with its ConfigMap, which needs the in-cluster layer.
         priority = needs_node_group_ids(target) and pulumi.Config("gpustack").get_secret("kubeconfig") is not None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import Cloud, FallbackMechanism, Feature, NameRule, PRIORITY_EXPANDER, Setting
+from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -52,7 +52,11 @@ class OKE(Cloud):
     name = "oci"
     aliases = ("oke", "oracle")
     display_name = "OKE"
-    backend = "gpustack.backends.oci"
+    example = ExampleTarget(
+        region="us-ashburn-1", cluster="ocid1.cluster.oc1.iad.aaaaaaaaexamplecluster",
+        settings={"compartment_id": "ocid1.compartment.oc1..aaaaaaaaexamplecompartment",
+                  "subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaaexamplesubnet"},
+        provider_config={"oci:region": "us-ashburn-1"})
     settings = (
         Setting("compartment_id", True, "string", "the compartment of the node pools",
                 r"^ocid1\.(compartment|tenancy)\.[a-z0-9]+\..*$", "a compartment OCID ('ocid1.compartment.oc1..')"),
@@ -79,6 +83,10 @@ class OKE(Cloud):
     # and value come from the OKE Karpenter docs, secondary).
     spot_node_label = ("oci.oraclecloud.com/oke-is-preemptible", "true")
     spot_taint = ("oci.oraclecloud.com/oke-is-preemptible", "present", "NoSchedule")
+    # OKE GPU images carry the NVIDIA driver; the toolkit is inferred from them running GPU pods without
+    # the operator (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengrunninggpunodes.htm).
+    image_has_gpu_driver = True
+    image_has_container_toolkit = True
 
     def spot_available(self, instance_type: str) -> str | None:
         if instance_type.startswith("BM."):
@@ -111,6 +119,7 @@ class OKE(Cloud):
         PRIORITY_EXPANDER,
         node_group=None,
         node_group_example="ocid1.nodepool.oc1.iad.aaaaaaaaexamplenodepoolid",
+        namespace="kube-system",  # unconfirmed for the add-on: the upstream autoscaler's namespace
         user_action="declare the in-cluster layer with Pulumi (gpustack:kubeconfig): the program then sets the "
                     "Cluster Autoscaler add-on's expander to priority and writes the ConfigMap with the pools' "
                     "OCIDs; without it (or with settings.cluster_autoscaler: none) set expander=priority and "

@@ -1,0 +1,11 @@
+"""Azure AKS: user agent pools: the bundle of everything gpustack knows about this cloud.
+
+    facts.py    the registered `AKS` cloud: settings, limits, enum values, each with its source
+    backend.py  the Pulumi resources (imported only by the Pulumi program)
+    readers.py  guardrail readers of its node-pool resources and native schedules
+    mocks.py    Pulumi mock answers for its data sources and computed outputs
+"""
+
+from gpustack.clouds.azure.facts import AKS
+
+__all__ = ["AKS"]
