@@ -4,7 +4,8 @@
     rules.py       the rules (RULES), each one function over views, with its config schema
     config.py      the configuration: the JSON file `pulumi preview --policy-pack-config` takes
     from_plan.py   plan pools -> views (fixes said in the spec's words)
-    resources.py   Pulumi resource props -> views, one reader per type token
+    reading.py     the toolkit each cloud's readers (gpustack/clouds/<cloud>/readers.py) are built from
+    resources.py   Pulumi resource props -> views, through the readers of every registered cloud
     schedules.py   which stack resources stop a pool out of hours
     policy_pack.py the PolicyPack (only its `main()` constructs one: that starts the policy server)
 
