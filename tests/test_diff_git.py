@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -78,3 +79,36 @@ def test_outside_a_repository(tmp_path):
     result = gpustack(tmp_path, "diff", "main:s.yaml", "s.yaml")
     assert result.returncode == 2
     assert "not inside a git repository" in result.stderr
+
+
+def test_check_takes_the_baseline_from_git_like_diff(repo):
+    """CI runs the replacement guardrail against the base branch: --baseline REF:PATH, as diff takes."""
+    result = gpustack(repo, "check", "stacks/gpustack.yaml", "--baseline", "main:stacks/gpustack.yaml",
+                      "--format", "json")
+    assert result.returncode in (0, 1), result.stderr
+    assert "no such file" not in result.stderr
+    missing = gpustack(repo, "check", "stacks/gpustack.yaml", "--baseline", "nope:stacks/gpustack.yaml")
+    assert missing.returncode == 2 and "no git revision 'nope'" in missing.stderr
+
+
+def test_a_baseline_that_replaces_a_pool_is_flagged_from_git(repo):
+    (repo / "stacks" / "gpustack.yaml").write_text(spec_text([{**NOTEBOOKS, "gpu": "L4"}], ("aws",)))
+    result = gpustack(repo, "check", "stacks/gpustack.yaml", "--baseline", "main:stacks/gpustack.yaml",
+                      "--format", "json")
+    assert result.returncode in (0, 1), result.stderr  # the spec's own mandatory findings aside
+    rules = [v["rule"] for v in json.loads(result.stdout)["violations"]]
+    assert "node-pool-replacement" in rules
+
+
+@pytest.mark.parametrize("rev, hint", [
+    ("origin/main", "git fetch origin main)"),          # not `git fetch origin origin/main`, which fails
+    ("refs/remotes/origin/release-1", "git fetch origin release-1)"),
+    ("main", "git fetch origin main:main)"),            # a local branch, so main:PATH resolves
+    ("0123abcd", "git fetch origin 0123abcd)"),
+])
+def test_a_missing_ref_suggests_a_fetch_that_works(repo, rev, hint):
+    git(repo, "remote", "add", "origin", "https://git.example.invalid/repo.git")
+    git(repo, "branch", "-m", "main", "work")
+    result = gpustack(repo, "diff", f"{rev}:stacks/gpustack.yaml", "stacks/gpustack.yaml")
+    assert result.returncode == 2
+    assert result.stderr.rstrip().endswith(hint), result.stderr

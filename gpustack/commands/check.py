@@ -25,11 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an attribution label every GPU pool must carry (repeat for more; replaces the "
                              "configured list, default: team and environment)")
     parser.add_argument("--baseline", metavar="SPEC",
-                        help="the spec as deployed now: flags pool changes that force a node-pool replacement")
+                        help="the spec as deployed now, a file or git REF:PATH (e.g. main:stacks/gpustack.yaml): "
+                             "flags pool changes that force a node-pool replacement")
 
 
 def run(args: argparse.Namespace) -> int:
     from gpustack.commands._shared import compile_spec, select_target
+    from gpustack.diff import load_plan
     from gpustack.errors import UsageError
     from gpustack.guardrails import evaluate
     from gpustack.guardrails.config import ConfigError, load, settings
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     _, plan = compile_spec(args.spec, args.catalog)
     plan = select_target(plan, args.target)
-    baseline = compile_spec(args.baseline, args.catalog)[1] if args.baseline else None
+    baseline = load_plan(args.baseline, args.catalog) if args.baseline else None
     violations = evaluate(plan_views(plan, baseline), chosen)
     if args.format == "json":
         out = {"targets": [t.name for t in plan.targets], "violations": [v.to_dict() for v in violations],

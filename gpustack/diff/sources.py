@@ -6,6 +6,7 @@ current directory when it starts with `./`). Errors name the argument and say wh
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ def git_show(source: str) -> bytes:
         if b"not a git repository" in found.stderr:
             raise UsageError(f"{source}: not inside a git repository, so {rev!r} cannot be read")
         raise UsageError(f"{source}: no git revision {rev!r} (a branch, tag or commit; in CI, fetch it first: "
-                         f"git fetch origin {rev})")
+                         f"{fetch_hint(rev)})")
     kind = _git("cat-file", "-t", f"{rev}:{path}")
     if kind.returncode != 0:
         raise UsageError(f"{source}: {path!r} does not exist in {rev} (git paths start at the repository root; "
@@ -45,6 +46,29 @@ def git_show(source: str) -> bytes:
     if kind.stdout.strip() != b"blob":
         raise UsageError(f"{source}: {path!r} is a directory in {rev}, not a spec file")
     return _git("cat-file", "blob", f"{rev}:{path}").stdout
+
+
+_SAFE_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,200}")
+
+
+def fetch_hint(rev: str) -> str:
+    """The command that makes `rev` readable in a fresh CI clone.
+
+    `origin/main` names branch main of remote origin, which `git fetch origin main` creates (`git fetch
+    origin origin/main` asks origin for a branch it does not have); a bare branch name needs a local
+    branch, `git fetch origin main:main`; a commit is fetched by its id.
+    """
+    if not _SAFE_REF.fullmatch(rev):  # the hint is a command people paste into a shell
+        return "git fetch origin <branch>"
+    remotes = _git("remote").stdout.decode("utf-8", "replace").split()
+    if rev.startswith("refs/remotes/") and rev.count("/") >= 3:
+        rev = rev.removeprefix("refs/remotes/")
+    remote, _, branch = rev.partition("/")
+    if branch and remote in remotes:
+        return f"git fetch {remote} {branch}"
+    if re.fullmatch(r"[0-9a-f]{7,40}", rev):
+        return f"git fetch origin {rev}"
+    return f"git fetch origin {rev}:{rev}"
 
 
 def _git(*args: str) -> subprocess.CompletedProcess[bytes]:
