@@ -265,3 +265,17 @@ def test_an_interrupted_forced_run_leaves_the_previous_project_intact(tmp_path, 
 def test_the_generated_project_passes_its_own_guardrails(project, capsys):
     assert main(["check", str(project / "stacks" / "gpustack.yaml"), "--config",
                  str(project / "policy-config.json")]) == 0
+
+
+def test_the_next_step_printed_works_as_generated(tmp_path, capsys):
+    """Without --package, `pip install -r requirements.txt` fails on the placeholder: the printed next
+    step says to set it first; with --package, it is the install itself."""
+    from gpustack.cli import main
+
+    assert main(["new", str(tmp_path / "a"), "--cloud", "aws"]) == 0
+    first = capsys.readouterr().out.splitlines()[-1]
+    assert first.startswith("Next: set where your team gets gpustack in requirements.txt")
+    assert main(["new", str(tmp_path / "b"), "--cloud", "aws", "--package", "gpustack @ file:///dist/g.whl"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"Next: cd {tmp_path / 'b'} && python -m venv")
+    readme = (tmp_path / "a" / "README.md").read_text()
+    assert readme.index("replace the placeholder address") < readme.index("pip install -r requirements.txt")

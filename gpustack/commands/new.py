@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         print("warning: requirements.txt names gpustack by a placeholder address: set where your team gets "
               "gpustack (a git URL or a wheel) there, or run again with --package; the name gpustack on PyPI "
               "belongs to an unrelated project", file=sys.stderr)
-    print(f"Next: cd {directory} && python -m venv .venv && .venv/bin/pip install -r requirements.txt && "
+    first = ("" if args.package else
+             "set where your team gets gpustack in requirements.txt and policies/requirements.txt, then ")
+    print(f"Next: {first}cd {directory} && python -m venv .venv && .venv/bin/pip install -r requirements.txt && "
           ".venv/bin/gpustack plan stacks/gpustack.yaml")
     return 0
