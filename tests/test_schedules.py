@@ -79,3 +79,34 @@ def test_replaying_the_crons_gives_the_window(days, start, end):
     for minute in range(WEEK):
         state = True if minute in on else False if minute in off else state
         assert state == (minute in active), minute
+
+
+NOTEBOOK = {"name": "nb", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 4,
+            "schedule": {"days": "Mon-Fri", "hours": "08:00-18:00", "timezone": "Europe/Berlin"}}
+
+
+def _zone_warnings(zone: str) -> list[str]:
+    from conftest import spec_text
+    from gpustack.plan import build_plan
+    from gpustack.spec import load_text
+
+    workload = {**NOTEBOOK, "schedule": {**NOTEBOOK["schedule"], "timezone": zone}}
+    plan = build_plan(load_text(spec_text([workload]), "s.yaml"))
+    return [w.message for w in plan.warnings if w.code == "timezone-legacy"]
+
+
+@pytest.mark.parametrize("zone, suggestion", [
+    ("EST", "America/New_York"),  # fixed UTC-5: an hour off all summer in New York
+    ("MST", "America/Denver"),
+    ("PST8PDT", "America/Los_Angeles"),
+    ("Etc/GMT+5", "America/New_York"),
+    ("Japan", "IANA zone"),
+])
+def test_a_legacy_zone_is_accepted_with_a_warning_naming_the_iana_zone(zone, suggestion):
+    [message] = _zone_warnings(zone)
+    assert f"'nb': workloads[0].schedule.timezone: {zone!r}" in message and suggestion in message
+
+
+@pytest.mark.parametrize("zone", ["Europe/Berlin", "America/New_York", "UTC", "Etc/UTC", "GMT"])
+def test_region_zones_and_utc_pass_quietly(zone):
+    assert _zone_warnings(zone) == []

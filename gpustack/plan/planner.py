@@ -22,6 +22,7 @@ from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
 from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target, Workload
+from gpustack.spec.units import timezone_advice
 from gpustack.spec.yamlsource import path_str
 
 # Plan pool names double as label values (gpustack.dev/pool) and NVIDIA config names: DNS labels.
@@ -116,6 +117,9 @@ class _TargetPlanner:
             return []
         if ask.note:
             self.warn("share-rounded", f"{workload.name!r}: {ask.note}", workload.name)
+        if workload.schedule is not None and (advice := timezone_advice(workload.schedule.timezone)):
+            self.warn("timezone-legacy", f"{workload.name!r}: workloads[{workload.index}].schedule.timezone: {advice}",
+                      workload.name)
         parts, warnings = capacity_parts(workload)
         for code, message in warnings:
             self.warn(code, message, workload.name)

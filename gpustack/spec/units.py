@@ -119,3 +119,41 @@ def parse_timezone(value: object) -> str:
         raise ValueError(f"{show(value)} is not an IANA time zone{did_you_mean(value, names)}; "
                          "use a name such as 'Europe/Berlin', 'America/New_York' or 'UTC'") from None
     return value
+
+
+# Zone names of the tz database kept only for backward compatibility: abbreviations and POSIX-style
+# rules that are not where anybody lives. EST, MST and HST are fixed offsets with no daylight saving
+# time (since tzdata 2024b links to America/Panama, America/Phoenix, Pacific/Honolulu), so a team in
+# New York on EST is an hour off all summer. Source: the tz database's `backward` file
+# (https://github.com/eggert/tz/blob/main/backward) and https://data.iana.org/time-zones/theory.html.
+_LEGACY_ZONES = {
+    "EST": ("a fixed UTC-5 with no daylight saving time", "America/New_York"),
+    "MST": ("a fixed UTC-7 with no daylight saving time", "America/Denver (or America/Phoenix in Arizona)"),
+    "HST": ("a fixed UTC-10", "Pacific/Honolulu"),
+    "EST5EDT": ("a legacy US rule name", "America/New_York"),
+    "CST6CDT": ("a legacy US rule name", "America/Chicago"),
+    "MST7MDT": ("a legacy US rule name", "America/Denver"),
+    "PST8PDT": ("a legacy US rule name", "America/Los_Angeles"),
+    "CET": ("a legacy rule name", "Europe/Berlin, Europe/Paris, ... (the city of the team)"),
+    "MET": ("a legacy rule name", "Europe/Berlin, Europe/Paris, ... (the city of the team)"),
+    "EET": ("a legacy rule name", "Europe/Athens, Europe/Helsinki, ... (the city of the team)"),
+    "WET": ("a legacy rule name", "Europe/Lisbon"),
+}
+_UNIVERSAL = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "GMT", "Etc/GMT", "Universal", "Etc/Universal", "Zulu",
+              "Etc/Zulu", "Etc/GMT0", "GMT0", "GMT+0", "GMT-0", "Etc/GMT+0", "Etc/GMT-0", "Etc/Greenwich", "Greenwich"}
+
+
+def timezone_advice(zone: str) -> str | None:
+    """Why a valid zone name is probably not what a team means, and the name to use; None when it is fine."""
+    if zone in _UNIVERSAL:
+        return None
+    if zone in _LEGACY_ZONES:
+        what, use = _LEGACY_ZONES[zone]
+        return f"{zone!r} is {what}, kept in the tz database for backward compatibility; use the team's IANA zone, e.g. {use}"
+    if zone.startswith("Etc/GMT"):
+        return (f"{zone!r} is a fixed offset with no daylight saving time (and its sign is inverted: Etc/GMT+5 is "
+                "UTC-5); use the team's IANA zone, e.g. America/New_York")
+    if "/" not in zone:
+        return (f"{zone!r} is a legacy alias of the tz database, not a region/city name; use the team's IANA "
+                "zone, e.g. America/New_York or Europe/Berlin")
+    return None
