@@ -180,6 +180,19 @@ def test_a_label_that_cannot_be_an_azure_tag_is_a_located_problem(tmp_path, caps
     assert "label 'example.com/owner' becomes an Azure tag, and tag names cannot contain" in err and spec in err
 
 
+def test_a_bad_top_level_label_is_one_problem_at_the_label_not_one_per_pool(tmp_path, capsys):
+    workloads = [{"name": "a", "kind": "training", "gpu": "A10", "replicas": 1},
+                 {"name": "b", "kind": "training", "gpu": "A100-80GB", "replicas": 1},
+                 {"name": "c", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 4}]
+    spec = write_spec(tmp_path, workloads)
+    text = open(spec).read().replace("version: 1\n", "version: 1\nlabels:\n  example.com/owner: alice\n")
+    open(spec, "w").write(text)
+    assert main(["validate", spec]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"error: {spec}:3:3: labels.example.com/owner: label 'example.com/owner' becomes an Azure tag")
+    assert err[1:] == ["gpustack: 1 problem found"]
+
+
 def test_an_invalid_or_shared_aks_pool_name_is_a_problem_of_validate(tmp_path, monkeypatch, capsys):
     workloads = [{"name": "a", "kind": "training", "gpu": "A10", "replicas": 1},
                  {"name": "b", "kind": "training", "gpu": "A100-80GB", "replicas": 1}]

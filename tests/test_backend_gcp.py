@@ -113,8 +113,10 @@ def test_labels_gce_cannot_carry_are_rejected_for_gke_only(tmp_path, capsys):
     spec.write_text(spec_text([workload], ("aws", "gcp")))
     assert main(["validate", str(spec)]) == 2
     err = capsys.readouterr().err
-    assert "targets[1]: pool 'infer-l4" in err and "label model='Llama-3.1' cannot be a Compute Engine label" in err
-    assert "e.g. model='llama-3-1'" in err and "targets[0]" not in err  # EKS tags take it as it is
+    # Located where the label is written, once (not at the target, once per pool).
+    line = spec.read_text().splitlines().index("    model: Llama-3.1") + 1
+    assert f"spec.yaml:{line}:5: workloads[0].labels.model: label model='Llama-3.1' cannot be a Compute Engine label" in err
+    assert "e.g. model='llama-3-1'" in err and "1 problem found" in err  # EKS tags take it as it is
 
 
 def test_a_bad_enum_value_is_a_located_validation_error(monkeypatch, capsys):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from conftest import spec_text
 from gpustack.errors import SpecError
@@ -307,3 +308,16 @@ def test_a_pinned_instance_type_that_cannot_hold_a_replica_is_located():
         build_plan(load_text(text, "spec.yaml"))
     assert "the pinned instance type p5.4xlarge (1 GPUs" in str(info.value)
     assert "does not hold one replica (8 GPU(s))" in str(info.value)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("labels", {"cost-center": 1042}, 'label values are strings; quote it: cost-center: "1042"'),
+    ("namespace", "Vision_Team", "'Vision_Team' is not"),
+])
+def test_one_bad_field_is_one_problem_not_one_more_per_target_listing_the_workload(field, value, message):
+    doc = yaml.safe_load(spec_text([{**TRAIN, "name": "fraud-train", field: value}], ("aws", "gcp")))
+    for target in doc["targets"]:
+        target["workloads"] = ["fraud-train"]
+    found = errors(yaml.safe_dump(doc, sort_keys=False))
+    assert len(found) == 1 and message in found[0], found
+    assert "is not a workload of this spec" not in found[0]

@@ -195,6 +195,12 @@ class Cloud:
             f"({self.pool_names.source})"]
         return problems + check_taints(pool.taints)
 
+    def check_label(self, key: str, value: str) -> list[str]:
+        """Problems with one attribution label of a pool as this cloud's tag or label (default: none).
+        Checked per label, so the problem is reported once, where the label is written."""
+        del key, value
+        return []
+
     def pool_name(self, plan_pool_name: str, compact: str = "") -> str:
         """This cloud's name for a plan pool: the plan name when valid here, else shortened stably."""
         return self.pool_names.make(plan_pool_name, plan_pool_name, compact)

@@ -97,6 +97,7 @@ class _TargetPlanner:
         for pool in pools:
             for message in self.cloud.check_pool(pool):
                 self.problem(None, "", f"pool {pool.name!r}: {message}")
+            self.check_labels(pool)
         if len(self.problems) > before:
             return None
         return costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
@@ -224,6 +225,23 @@ class _TargetPlanner:
                    or f"{instance} has one GPU per node, and every node of a pool has the same MIG layout")
             self.notes.append(f"{kind} MIG replicas on {gpu} ({capacity}, {instance}) are split into one pool per "
                               f"profile ({', '.join(sorted(profiles))}): {why}.")
+
+    def check_labels(self, pool: Pool) -> None:
+        """Each attribution label as the cloud's tag, located where the spec writes it (the top-level
+        `labels`, or the first workload of the pool that gives it); identical problems of several pools
+        or targets are one problem."""
+        for key, value in sorted(pool.attribution.items()):
+            messages = self.cloud.check_label(key, value)
+            if not messages:
+                continue
+            if (key, value) in self.spec.labels:
+                path: tuple = ("labels", key)
+            else:
+                giver = next(self.spec.workload(n) for n in pool.workloads
+                             if (key, value) in self.spec.workload(n).labels)
+                path = ("workloads", giver.index, "labels", key)
+            for message in messages:
+                self.problems.append(Problem(self.spec.source.where_key(path), path_str(path), message))
 
     def check_names(self, pools: list[Pool]) -> None:
         seen: dict[str, str] = {}

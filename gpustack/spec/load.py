@@ -93,7 +93,7 @@ class _SpecReader(Reader):
         labels = self.labels(("labels",), root.get("labels", {}))
         pricing = self.pricing(("pricing",), root.get("pricing", {}))
         workloads = self.workloads(root.get("workloads", BAD))
-        targets = self.targets(root.get("targets", BAD), workloads)
+        targets = self.targets(root.get("targets", BAD), workloads, written_names(root.get("workloads")))
         if self.problems:
             raise SpecError(self.problems)
         self.check_offered(targets, workloads)
@@ -395,7 +395,9 @@ class _SpecReader(Reader):
         return Schedule(value["days"], value["hours"], zone, days, hours[0], hours[1])
 
     # -- targets ------------------------------------------------------------------------------
-    def targets(self, value: Any, workloads: list[Workload]) -> list[Target]:
+    def targets(self, value: Any, workloads: list[Workload], written: set[str]) -> list[Target]:
+        """`written`: every workload name the spec gives, valid or not, so that a workload with a bad
+        field is not also reported as unknown by each target listing it."""
         items = self.sequence(("targets",), value, min_items=1, what="target")
         if items is BAD:
             return []
@@ -406,7 +408,7 @@ class _SpecReader(Reader):
         out = []
         seen: dict[str, int] = {}
         for i, item in enumerate(items):
-            target = self.target(("targets", i), item, i, names)
+            target = self.target(("targets", i), item, i, names, written)
             if target is BAD:
                 continue
             if target.name in seen:
@@ -417,7 +419,8 @@ class _SpecReader(Reader):
             out.append(target)
         return out
 
-    def target(self, path: Path, value: Any, index: int, workload_names: list[str]) -> Target | Any:
+    def target(self, path: Path, value: Any, index: int, workload_names: list[str],
+               written: set[str] = frozenset()) -> Target | Any:  # type: ignore[assignment]
         value = self.mapping(path, value, required=TARGET_KEYS, optional=TARGET_OPTIONAL, what="a target")
         if value is BAD or any(k not in value for k in TARGET_KEYS):
             return BAD
@@ -446,7 +449,9 @@ class _SpecReader(Reader):
             if listed is not BAD:
                 picked = []
                 for j, item in enumerate(listed):
-                    if not isinstance(item, str) or item not in workload_names:
+                    if isinstance(item, str) and item in written and item not in workload_names:
+                        picked.append(item)  # its own problems are reported where it is defined
+                    elif not isinstance(item, str) or item not in workload_names:
                         self.problem(path + ("workloads", j), f"{show(item)} is not a workload of this spec"
                                                               f"{did_you_mean(item, workload_names)}")
                     elif item in picked:
@@ -539,6 +544,12 @@ class _SpecReader(Reader):
     def catalog_name(self) -> str:
         files = self.catalog.files
         return f"catalog (bundled + {', '.join(files)})" if files else "bundled catalog"
+
+
+def written_names(value: Any) -> set[str]:
+    """The names the spec's workloads give (before any check of theirs)."""
+    items = value if isinstance(value, list) else []
+    return {item["name"] for item in items if isinstance(item, dict) and isinstance(item.get("name"), str)}
 
 
 def pinned_key(doc: Document, index: int, cloud: str) -> str:

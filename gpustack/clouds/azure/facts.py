@@ -133,12 +133,15 @@ class AKS(Cloud):
             problems.append(f"an AKS agent pool takes one MIG profile (gpuInstanceProfile); this pool has "
                             f"{', '.join(profiles)}")
         problems.extend(check_enums(agent_pool_enums(pool), ALLOWED, "AKS"))
-        for key, _ in pool.labels:
-            if not key.startswith(_NOT_TAGS) and any(c in TAG_NAME_FORBIDDEN for c in key):
-                problems.append(f"label {key!r} becomes an Azure tag, and tag names cannot contain any of "
-                                f"{' '.join(TAG_NAME_FORBIDDEN)} (https://learn.microsoft.com/en-us/azure/"
-                                "azure-resource-manager/management/tag-resources#limitations); use a key without them")
         return problems
+
+    def check_label(self, key: str, value: str) -> list[str]:
+        del value
+        if key.startswith(_NOT_TAGS) or not any(c in TAG_NAME_FORBIDDEN for c in key):
+            return []
+        return [f"label {key!r} becomes an Azure tag, and tag names cannot contain any of "
+                f"{' '.join(TAG_NAME_FORBIDDEN)} (https://learn.microsoft.com/en-us/azure/"
+                "azure-resource-manager/management/tag-resources#limitations); use a key without them"]
 
     # Agent-pool properties AKS cannot change after creation; read by `gpustack diff`. A key
     # "field:value" matches a change to or from that value only.

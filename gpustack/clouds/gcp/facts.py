@@ -148,15 +148,18 @@ def pool_enums(pool: "Pool") -> list[EnumValue]:
     return values
 
 
+def label_problem(key: str, value: str) -> str | None:
+    if _GCE_LABEL_KEY.fullmatch(key) and _GCE_LABEL_VALUE.fullmatch(value):
+        return None
+    return (f"label {key}={value!r} cannot be a Compute Engine label (GKE resource_labels: lowercase letters, "
+            f"digits, '_' and '-', at most 63, keys starting with a letter); gpustack does not rewrite "
+            f"attribution labels, so cost reports agree across clouds: rename it in the spec, e.g. "
+            f"{_gce_spelling(key)}={_gce_spelling(value)!r}")
+
+
 def label_problems(labels: dict[str, str]) -> list[str]:
+    """What only the whole set of a pool's labels can break (each label is `label_problem`'s)."""
     problems = []
-    for key, value in sorted(labels.items()):
-        if not _GCE_LABEL_KEY.fullmatch(key) or not _GCE_LABEL_VALUE.fullmatch(value):
-            problems.append(
-                f"label {key}={value!r} cannot be a Compute Engine label (GKE resource_labels: lowercase letters, "
-                f"digits, '_' and '-', at most 63, keys starting with a letter); gpustack does not rewrite "
-                f"attribution labels, so cost reports agree across clouds: rename it in the spec, e.g. "
-                f"{_gce_spelling(key)}={_gce_spelling(value)!r}")
     if len(labels) > MAX_RESOURCE_LABELS:
         problems.append(f"{len(labels)} attribution labels; Compute Engine takes at most {MAX_RESOURCE_LABELS}")
     return problems
@@ -245,6 +248,10 @@ class GKE(Cloud):
             problems.append(f"max_shared_clients_per_gpu: {replicas} clients per GPU; GKE takes "
                             f"{MIN_SHARED_CLIENTS_PER_GPU} to {self.max_shared_clients_per_gpu}")
         return problems + label_problems(resource_labels(pool))
+
+    def check_label(self, key: str, value: str) -> list[str]:
+        found = label_problem(key, value)
+        return [found] if found else []
 
     # Spot first: GKE's autoscaler has no priority expander; a custom ComputeClass (cloud.google.com/v1)
     # lists node pools in priority order and GKE falls back to the next when one cannot scale up
