@@ -170,3 +170,13 @@ def test_a_cpu_hungry_floor_gets_the_nodes_its_cpu_needs():
                  serve("light", mig="1g.10gb", cpu=1, replicas={"min": 0, "max": 30}, capacity="on-demand")]
     [pool] = plan_of(workloads).targets[0].pools
     assert (pool.min_nodes, pool.max_nodes) == (2, 2)
+
+
+def test_explicit_mig_profiles_say_which_layout_rule_costs_gpus_not_an_empty_rounding():
+    """7 replicas of mig: 4g.40gb ask for 4 GPUs of slices, but a GPU holds one 4g instance: 7 GPUs."""
+    workload = {"name": "big", "kind": "inference", "gpu": "A100-80GB", "mig": "4g.40gb", "replicas": 7}
+    [pool] = build_plan(load_text(spec_text([workload], ("aws",)), "s.yaml")).targets[0].pools
+    [note] = [n for n in pool.notes if "at least 7" in n]
+    assert "()" not in note
+    assert note == ("MIG layouts: the profiles asked for add up to 4.00 GPUs (at least 4 GPUs), but NVIDIA's valid "
+                    "layouts place 4g.40gb at most 1 per GPU, so they need at least 7.")

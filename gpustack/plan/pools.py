@@ -212,9 +212,16 @@ def _packing_notes(gpus: PoolGpus, demands: list[Demand], nodes: int, sharing: S
     notes = []
     if gpus.lower_bound > gpus.requested_lower_bound:
         shapes = sorted({_share_words(d.ask) for d in demands if d.ask.requested_share != d.ask.planned_share})
-        notes.append(f"Rounding to fixed shares: the replicas ask for {gpus.requested:.2f} GPUs in all (at "
-                     f"least {gpus.requested_lower_bound} GPUs); as planned ({' and '.join(shapes)}) they need "
-                     f"at least {gpus.lower_bound}.")
+        if shapes:
+            notes.append(f"Rounding to fixed shares: the replicas ask for {gpus.requested:.2f} GPUs in all (at "
+                         f"least {gpus.requested_lower_bound} GPUs); as planned ({' and '.join(shapes)}) they need "
+                         f"at least {gpus.lower_bound}.")
+        else:  # the profiles were asked for as they are: what costs GPUs is where NVIDIA lets them go
+            limits = sorted({f"{d.ask.profile.name} at most {d.ask.profile.shape.max_count} per GPU"
+                             for d in demands if d.ask.profile is not None})
+            notes.append(f"MIG layouts: the profiles asked for add up to {gpus.requested:.2f} GPUs (at least "
+                         f"{gpus.requested_lower_bound} GPUs), but NVIDIA's valid layouts place "
+                         f"{', '.join(limits) or 'them in fixed positions'}, so they need at least {gpus.lower_bound}.")
     gap = gpus.required - gpus.lower_bound
     if gap > 0 and sharing.mode == "mig" and gpus.proved_optimal:
         per_node = gpus.required // nodes if nodes else 0
