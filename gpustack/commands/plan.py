@@ -18,6 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_catalog_argument(parser)
     parser.add_argument("--target", help="only this target")
     parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    parser.add_argument("--wide", action="store_true",
+                        help="table: one row per pool with every column (full MIG layouts, when it runs); "
+                             "wider than 120 columns")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="table: one line per target (pools, GPUs, cost), for CI logs; warnings still go to stderr")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,8 +37,12 @@ def run(args: argparse.Namespace) -> int:
         from gpustack.output.markdown import render_markdown
 
         sys.stdout.write(render_markdown(plan))
+    elif args.quiet:
+        from gpustack.output.table import render_quiet
+
+        sys.stdout.write(render_quiet(plan))
     else:
         from gpustack.output.table import render_table
 
-        sys.stdout.write(render_table(plan))
+        sys.stdout.write(render_table(plan, wide=args.wide))
     return 0

@@ -1,0 +1,77 @@
+"""The plan table people read: it fits a 120-column terminal, shows both names of a pool, and the README
+shows what `make demo` prints."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import EXAMPLE, ROOT
+from gpustack.cli import main
+from gpustack.plan import build_plan
+from gpustack.spec import load_spec
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return build_plan(load_spec(EXAMPLE))
+
+
+def plan_output(capsys, *args: str) -> str:
+    assert main(["plan", str(EXAMPLE), *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_default_table_and_its_notes_fit_120_columns(capsys):
+    out = plan_output(capsys)
+    too_wide = [line for line in out.splitlines() if len(line) > 120 and " " in line.strip()]
+    assert too_wide == []  # only a single unbreakable word (a URL) may be longer
+
+
+def test_each_pool_shows_its_plan_name_and_its_cloud_name_where_they_differ(capsys, plan):
+    out = plan_output(capsys)
+    for target in plan.targets:
+        for pool in target.pools:
+            assert f"\n  {pool.name}" in out  # the name pod affinity selects (gpustack.dev/pool)
+            if pool.cloud_name != pool.name:
+                assert f"  {pool.name}  ({_display(target.cloud)} name: {pool.cloud_name})" in out
+
+
+def _display(cloud: str) -> str:
+    return {"aws": "EKS", "azure": "AKS", "gcp": "GKE", "oci": "OKE"}[cloud]
+
+
+def test_wide_has_every_column_on_one_row_per_pool(capsys, plan):
+    out = plan_output(capsys, "--wide", "--target", "aws-prod")
+    [pool] = [p for p in plan.target("aws-prod").pools if p.role == "floor"]
+    [row] = [line for line in out.splitlines() if line.startswith(f"  {pool.name}  ")]
+    assert "mig 2x[2x3g.40gb] 1x[2x1g.10gb+2x2g.20gb] 1x[4x1g.10gb+1x3g.40gb]" in row and "always" in row
+    assert "RUNS" in out and "NAME ON EKS" in out
+
+
+def test_quiet_is_one_line_per_target(capsys, plan):
+    out = plan_output(capsys, "--quiet")
+    lines = out.splitlines()
+    assert len(lines) == len(plan.targets)
+    t = plan.target("aws-prod")
+    assert lines[0] == (f"aws-prod: EKS us-east-1, {len(t.pools)} pools, {t.gpus.provisioned} GPUs provisioned, "
+                        f"${t.cost.planned_monthly_usd:,.0f}/month planned ({t.cost.savings_pct:.1f}% saved on "
+                        f"${t.cost.baseline_monthly_usd:,.0f})")
+
+
+def test_notes_are_wrapped_not_one_long_line(capsys):
+    out = plan_output(capsys, "--target", "aws-prod")
+    notes = [line for line in out.splitlines() if line.lstrip().startswith(("note:", "Note:"))]
+    assert notes and max(len(line) for line in notes) <= 120
+
+
+def test_the_readme_shows_what_make_demo_prints(capsys):
+    """Every line of the README's sample is a line of `make demo` (`gpustack plan stacks/gpustack.yaml`)."""
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"for example:\n\n```\n(.*?)```", readme, re.S)
+    assert block, "README: the `make demo` sample after 'for example:'"
+    sample = [line for line in block.group(1).splitlines() if line.strip() not in ("...", "")]
+    out = plan_output(capsys).splitlines()
+    assert len(sample) > 10 and [line for line in sample if line not in out] == []
+    assert max(len(line) for line in sample) <= 120
