@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 
 from gpustack.catalog.mig import MigModel
+from gpustack.plan import exact as exact_packing
 from gpustack.plan.bounds import mig_bounds, nodes_bound
 from gpustack.plan.packing import DoesNotFit, Item, Layout, NodeShape, Packing, coalesce
 
@@ -220,18 +221,36 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
     # Proven: fewest GPUs per node at N, and N nodes are needed (the bound, or N - 1 proven too few).
     proven = exact and (nodes <= nodes_lower or attempt(nodes - 1) == (None, True))
     assert layouts is not None, "one replica per node always fits"
+    capacity = per_node(nodes)
+    solved = False
+    if not proven and not exact_packing.too_large(items, nodes):
+        # CPU or memory bind where first-fit decreasing is not enough: settle the assignment exactly.
+        solution = exact_packing.solve_mig(items, names, cover.rows,
+                                           [model.profile(n).shape.max_count for n in names],  # type: ignore[union-attr]
+                                           node, nodes)
+        if solution is not None and solution.nodes < nodes:
+            need = tuple(max(sum(c for c, it in zip(counts, items) if it.profile == n) for counts in solution.per_node)
+                         for n in names)
+            found, found_exact = cover.fewest(need)
+            if found is not None:
+                nodes, layouts, capacity, solved = solution.nodes, found, need, True
+                proven = solution.proved and found_exact
+        elif solution is not None and solution.proved:
+            proven = exact
     per_gpu = tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts)
     per_gpu = tuple(sorted(per_gpu, key=lambda layout: (-sum(c for _, c in layout), layout)))
     for layout in per_gpu:
         model.require_valid(dict(layout))
     per_gpu += ((),) * (node.gpus - len(per_gpu))
-    if proven:
+    if solved:
+        method = "integer program"
+    elif proven:
         method = "exact search"
     elif cover.ran_out:
         method = "heuristic (step budget reached)"
     else:
         method = "exact layouts; CPU and memory fit by first-fit decreasing"
-    return Packing(nodes, nodes * len(layouts), lower, _node_hours(items, names, per_node(nodes), nodes),
+    return Packing(nodes, nodes * len(layouts), lower, _node_hours(items, names, capacity, nodes),
                    per_gpu, nodes_lower, tuple(sorted(bounds.items())), method, proven)
 
 

@@ -18,6 +18,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from gpustack.plan import exact as exact_packing
 from gpustack.plan.bounds import nodes_bound
 
 Layout = tuple[tuple[str, int], ...]
@@ -187,6 +188,12 @@ def pack_shares(items: Sequence[Item], node: NodeShape) -> Packing:
             proved = True
             if exact[:2] < (nodes, gpus):
                 nodes, gpus, node_hours = exact
+    if not proved and not exact_packing.too_large(items, nodes):
+        solution = exact_packing.solve_shares(items, node, nodes)
+        if solution is not None and (solution.nodes, solution.gpus) < (nodes, gpus):
+            nodes, gpus, method = solution.nodes, solution.gpus, "integer program"
+            node_hours = sum(max(i.hours for c, i in zip(counts, items) if c) for counts in solution.per_node)
+        proved = solution is not None and solution.proved
     return Packing(nodes, gpus, lower, node_hours, (), nodes_lower, tuple(sorted(bounds.items())), method, proved)
 
 

@@ -231,6 +231,10 @@ def _packing_notes(gpus: PoolGpus, demands: list[Demand], nodes: int, sharing: S
     elif gap > 0 and not gpus.proved_optimal:
         notes.append(f"Packed by {gpus.method}: {gpus.required} GPUs in use, at most {gap} more than the "
                      f"lower bound of {gpus.lower_bound}.")
+    node_gap = nodes - gpus.nodes_lower_bound
+    if node_gap > 0 and not gpus.proved_optimal:
+        notes.append(f"Packed by {gpus.method}, not proved optimal: {nodes} nodes, at most {node_gap} more than the "
+                     f"lower bound of {gpus.nodes_lower_bound}.")
     return notes
 
 

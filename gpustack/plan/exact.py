@@ -1,0 +1,182 @@
+"""Exact packing of one pool by integer programming, for pools the heuristic leaves above their bound.
+
+The model assigns replica shapes to at most `upper` identical nodes (the heuristic's count):
+x[t, n] replicas of shape t on node n, z[n] = node n in use, and per-node rows for GPU units, CPU
+and memory. Time-sliced / whole-GPU pools also count GPUs in use per node (g[n] >= units / R);
+MIG pools choose one node layout for the whole pool (w[l] GPUs carry maximal layout l, cap[p] <=
+sum_l l[p] w[l] instances of profile p on every node), as every node of a pool has one layout.
+Objective: nodes first, then GPUs, by weights that make the order strict.
+
+Solver: HiGHS (MIT licence) through highspy, chosen by measurement (docs/sharing.md, "Exact
+packing"). It is imported only when a pool needs it. Determinism: one thread, a fixed seed, and a
+work limit in branch-and-bound nodes rather than seconds, so a slower machine reaches the same
+answer; past the limit the best solution found so far (or none) is used and the plan reports the
+gap to the lower bound instead of "proved optimal".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpustack.plan.packing import Item, NodeShape
+
+# Branch-and-bound nodes HiGHS may explore per pool: the deterministic work limit.
+NODE_LIMIT = 1_000
+# Models above this many assignment variables (shapes x nodes) are left to the heuristic: the root
+# relaxation alone would take seconds, and such pools have many replicas per node, where the
+# heuristic is within a node of the bound.
+MAX_VARIABLES = 6_000
+_INF = 1e30
+
+
+@dataclasses.dataclass(frozen=True)
+class Solution:
+    nodes: int
+    gpus: int  # shares pools: GPUs in use; MIG pools: GPUs partitioned per node
+    proved: bool  # the solver proved no packing uses fewer nodes, then GPUs
+    per_node: tuple[tuple[int, ...], ...]  # replicas of each item on each node in use
+    caps: tuple[int, ...] = ()  # MIG: instances of each profile every node offers
+
+
+class _Model:
+    """Columns and sparse rows, then one HiGHS run."""
+
+    def __init__(self) -> None:
+        self.cost: list[float] = []
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+        self.rows: list[tuple[dict[int, float], float, float]] = []
+
+    def var(self, upper: float, cost: float = 0.0) -> int:
+        self.cost.append(cost)
+        self.lower.append(0.0)
+        self.upper.append(upper)
+        return len(self.cost) - 1
+
+    def row(self, coefficients: dict[int, float], low: float = -_INF, high: float = _INF) -> None:
+        self.rows.append(({k: v for k, v in coefficients.items() if v}, low, high))
+
+    def solve(self, node_limit: int) -> tuple[list[float] | None, bool]:
+        """(values of the best solution found, or None; whether it is proved optimal)."""
+        import highspy
+        import numpy as np
+
+        lp = highspy.HighsLp()
+        lp.num_col_ = len(self.cost)
+        lp.num_row_ = len(self.rows)
+        lp.col_cost_ = np.array(self.cost, dtype=float)
+        lp.col_lower_ = np.array(self.lower, dtype=float)
+        lp.col_upper_ = np.array(self.upper, dtype=float)
+        lp.row_lower_ = np.array([r[1] for r in self.rows], dtype=float)
+        lp.row_upper_ = np.array([r[2] for r in self.rows], dtype=float)
+        starts, index, value = [0], [], []
+        for coefficients, _, _ in self.rows:
+            for k in sorted(coefficients):
+                index.append(k)
+                value.append(coefficients[k])
+            starts.append(len(index))
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = np.array(starts, dtype=np.int32)
+        lp.a_matrix_.index_ = np.array(index, dtype=np.int32)
+        lp.a_matrix_.value_ = np.array(value, dtype=float)
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * len(self.cost)
+        # highspy's Highs wrapper prints a banner to stdout when built; the core class it wraps does not,
+        # and stdout carries the plan (--format json).
+        solver = highspy._Highs()
+        for option, setting in (("output_flag", False), ("threads", 1), ("random_seed", 0),
+                                ("mip_max_nodes", node_limit), ("time_limit", _INF)):
+            solver.setOptionValue(option, setting)
+        solver.passModel(lp)
+        solver.run()
+        status = solver.getModelStatus()
+        solution = solver.getSolution()
+        if not solution.value_valid:
+            return None, False
+        return [round(v) for v in solution.col_value], status == highspy.HighsModelStatus.kOptimal
+
+
+def _fits(item: Item, node: NodeShape, units: int) -> int:
+    k = units // max(item.units, 1)
+    if item.cpu > 0:
+        k = min(k, int((node.cpu + 1e-9) // item.cpu))
+    if item.memory_gib > 0:
+        k = min(k, int((node.memory_gib + 1e-9) // item.memory_gib))
+    return min(k, item.count)
+
+
+def _assignment(model: _Model, items: Sequence[Item], node: NodeShape, upper: int, node_cost: float,
+                per_node_units: int) -> tuple[list[list[int]], list[int]]:
+    """x[t][n], z[n] with demand, CPU and memory rows, and nodes used in order (symmetry)."""
+    x = [[model.var(_fits(item, node, per_node_units)) for _ in range(upper)] for item in items]
+    z = [model.var(1, node_cost) for _ in range(upper)]
+    for t, item in enumerate(items):
+        model.row({x[t][n]: 1 for n in range(upper)}, item.count, item.count)
+    for n in range(upper):
+        if any(i.cpu for i in items):
+            model.row({**{x[t][n]: i.cpu for t, i in enumerate(items)}, z[n]: -node.cpu}, high=1e-6)
+        if any(i.memory_gib for i in items):
+            model.row({**{x[t][n]: i.memory_gib for t, i in enumerate(items)}, z[n]: -node.memory_gib}, high=1e-6)
+        if n + 1 < upper:
+            model.row({z[n]: 1, z[n + 1]: -1}, low=0)
+    return x, z
+
+
+def _per_node(values: list[float], x: list[list[int]], z: list[int]) -> tuple[tuple[int, ...], ...]:
+    used = [n for n in range(len(z)) if values[z[n]] > 0.5]
+    return tuple(tuple(int(values[x[t][n]]) for t in range(len(x))) for n in used)
+
+
+def too_large(items: Sequence[Item], upper: int) -> bool:
+    return len(items) * upper > MAX_VARIABLES
+
+
+def solve_shares(items: Sequence[Item], node: NodeShape, upper: int, node_limit: int = NODE_LIMIT) -> Solution | None:
+    """Fewest nodes, then GPUs in use, for whole-GPU or time-sliced replicas on at most `upper` nodes."""
+    R = node.shares_per_gpu
+    model = _Model()
+    weight = float(upper * node.gpus + 1)  # one node more always outweighs every GPU saved
+    x, z = _assignment(model, items, node, upper, weight, node.gpus * R)
+    g = [model.var(node.gpus, 1.0) for _ in range(upper)]
+    for n in range(upper):
+        units = {x[t][n]: i.units for t, i in enumerate(items)}
+        model.row({**units, z[n]: -node.gpus * R}, high=0)
+        model.row({**units, g[n]: -R}, high=0)
+    values, proved = model.solve(node_limit)
+    if values is None:
+        return None
+    per_node = _per_node(values, x, z)
+    gpus = sum(math.ceil(sum(c * i.units for c, i in zip(counts, items)) / R) for counts in per_node)
+    return Solution(len(per_node), gpus, proved, per_node)
+
+
+def solve_mig(items: Sequence[Item], names: Sequence[str], rows: Sequence[Sequence[int]], max_counts: Sequence[int],
+              node: NodeShape, upper: int, node_limit: int = NODE_LIMIT) -> Solution | None:
+    """Fewest nodes, then GPUs partitioned per node, for MIG replicas on at most `upper` identical nodes.
+
+    `rows` are the maximal valid GPU layouts as instance counts in `names` order; `max_counts` the
+    most instances of each profile one GPU holds.
+    """
+    model = _Model()
+    x, z = _assignment(model, items, node, upper, float(node.gpus + 1), node.gpus * max(max_counts))
+    w = [model.var(node.gpus, 1.0) for _ in rows]
+    caps = [model.var(node.gpus * m) for m in max_counts]
+    model.row({v: 1 for v in w}, high=node.gpus)
+    for p in range(len(names)):
+        model.row({caps[p]: 1, **{w[r]: -row[p] for r, row in enumerate(rows)}}, high=0)
+    profile_of = [names.index(i.profile) for i in items]  # type: ignore[arg-type]
+    for n in range(upper):
+        for p in range(len(names)):
+            on_node = {x[t][n]: 1 for t in range(len(items)) if profile_of[t] == p}
+            if on_node:
+                model.row({**on_node, caps[p]: -1}, high=0)
+                model.row({**on_node, z[n]: -node.gpus * max_counts[p]}, high=0)
+    values, proved = model.solve(node_limit)
+    if values is None:
+        return None
+    per_node = _per_node(values, x, z)
+    return Solution(len(per_node), sum(int(values[v]) for v in w), proved, per_node,
+                    tuple(int(values[c]) for c in caps))
