@@ -1,4 +1,4 @@
-"""The dated catalog: GPU models, instance types per cloud and region, default discounts.
+"""The dated catalog: GPU models, instance types per cloud and region, commitment rates, spot rules.
 
 Everything here is data read from `gpustack/catalog/data/` (see its README for sources and dates);
 every instance row names its source and date. Loading is lazy and cached: one read per process.
@@ -21,7 +21,7 @@ from gpustack.catalog.mig import MIG_MODELS, MigModel
 from gpustack.catalog.rows import MAX_CATALOG_BYTES, InstanceType, Vocabulary, read_rows
 from gpustack.errors import Location, Problem, SpecError
 
-__all__ = ["Catalog", "Discount", "GpuModel", "InstanceType", "Source", "load_catalog", "read_catalog_file"]
+__all__ = ["Catalog", "Discount", "GpuModel", "InstanceType", "Source", "SpotRule", "load_catalog", "read_catalog_file"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,16 +45,34 @@ class Source:
 
 @dataclasses.dataclass(frozen=True)
 class Discount:
+    """The commitment rate gpustack recommends for a cloud (never applied unless the spec declares it)."""
+
     fraction: float
     source: str
     as_of: str
     note: str
+    instrument: str = ""
+    instruments: tuple[str, ...] = ()  # what a spec may declare for the cloud
+    term: str = "1y"
+    attach: str = ""  # how IaC attaches the commitment to the reservation, where the cloud allows it
+    negotiated: bool = False  # the rate is negotiated, none published: no saving can be estimated
+
+
+@dataclasses.dataclass(frozen=True)
+class SpotRule:
+    """What a cloud's spot figure is, and the fixed fraction of on-demand where the cloud sets one."""
+
+    basis: str
+    source: str
+    fraction_of_on_demand: float | None = None
 
 
 class Catalog:
     def __init__(self, gpus: dict[str, GpuModel], instances: tuple[InstanceType, ...],
-                 sources: dict[str, Source], discounts: dict[str, Discount], files: tuple[str, ...] = ()):
+                 sources: dict[str, Source], discounts: dict[str, Discount], files: tuple[str, ...] = (),
+                 spot_rules: dict[str, SpotRule] | None = None):
         self.gpus = gpus
+        self.spot_rules = spot_rules or {}
         self.instances = instances
         self.sources = sources
         self.discounts = discounts
@@ -119,7 +137,7 @@ class Catalog:
         """This catalog with `rows` merged over it (a row replaces the one of the same cloud, region, type)."""
         replaced = {(r.cloud, r.region, r.name) for r in rows}
         kept = tuple(r for r in self.instances if (r.cloud, r.region, r.name) not in replaced)
-        return Catalog(self.gpus, kept + rows, self.sources, self.discounts, self.files + (file,))
+        return Catalog(self.gpus, kept + rows, self.sources, self.discounts, self.files + (file,), self.spot_rules)
 
 
 def dates_of(rows: Iterable[InstanceType]) -> str:
@@ -196,12 +214,19 @@ def load_catalog() -> Catalog:
         for key, v in _yaml("sources.yaml").items()
     }
     discounts = {
-        cloud: Discount(float(v["default"]), str(v.get("source", "")), str(v.get("as_of", "")), str(v.get("note", "")))
+        cloud: Discount(float(v["default"]), str(v.get("source", "")), str(v.get("as_of", "")), str(v.get("note", "")),
+                        str(v.get("instrument", "")), tuple(v.get("instruments") or ()), str(v.get("term", "1y")),
+                        " ".join(str(v.get("attach", "")).split()), bool(v.get("negotiated", False)))
         for cloud, v in _yaml("commitment_discounts.yaml").items()
+    }
+    spot_rules = {
+        cloud: SpotRule(str(v["basis"]), str(v.get("source", "")),
+                        float(v["fraction_of_on_demand"]) if v.get("fraction_of_on_demand") is not None else None)
+        for cloud, v in _yaml("spot_rules.yaml").items()
     }
     models = Catalog(gpus, (), sources, discounts)
     instances, problems = read_rows(_data("instances.csv"), "gpustack/catalog/data/instances.csv",
                                     models.vocabulary(), origin="bundled")
     if problems:  # a defect of the package, caught by the tests
         raise ValueError("the bundled catalog is invalid:\n" + "\n".join(map(str, problems)))
-    return Catalog(gpus, instances, sources, discounts)
+    return Catalog(gpus, instances, sources, discounts, spot_rules=spot_rules)

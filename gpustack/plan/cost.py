@@ -1,55 +1,113 @@
-"""The cost model of a target: baseline, planned, the saving of each step, unit costs.
+"""The cost model of a target: baseline, planned, the saving of each move, the range, unit costs.
 
-A month is 730 hours. Baseline: one whole on-demand GPU of the workload's model per replica (per
-notebook user), always on, at the cheapest on-demand price per GPU of that model in the region.
-Planned: node-hours x price per capacity type. The steps are applied in this order, each priced
-with the ones before it, so they add up to baseline minus planned:
+A month is 730 hours.
 
-1. sharing: the pools as packed, all on-demand and always on, against the baseline (this also
-   carries the instance choice and the rounding to whole nodes);
-2. spot: spot pools at spot prices;
-3. commitments: reserved pools at the commitment discount;
-4. schedules: scheduled pools for their active hours and jobs for their hours_per_month.
+- Baseline: what an unoptimised estate runs: every replica (every notebook user) on whole on-demand
+  GPUs of its model, always on, on the instance type that holds the replica's GPUs, CPU and memory
+  for the least money per replica (a replica that needs most of a node's CPU takes the whole node).
+- Planned: node-hours x the price of each pool's capacity type. Fallback pools are left out (they
+  run only when spot is short; the range's high end counts them).
+- The moves: sharing (packing onto shared GPUs and the pools' instance types), spot, commitments
+  (a declared commitment on the reserved floors) and schedules (scheduled pools for their active
+  hours, jobs for their hours_per_month, bursts for the hours they run). The cost with any subset of
+  moves is defined below (`_cost`); each move's saving is its Shapley value (`gpustack.plan.attribution`),
+  so none depends on an order, and the savings add up to baseline - planned to the cent.
+- The baseline at used hours: the baseline with only the schedules move, i.e. the same work on whole
+  on-demand GPUs, each replica only for the hours it really runs.
 """
 
 from __future__ import annotations
 
-from gpustack.catalog import Catalog, InstanceType, dates_of
-from gpustack.plan.model import Cost, GpuCounts, Pool, Step, TargetPlan, Warning, WorkloadCost, money
-from gpustack.plan.prices import PriceBook
-from gpustack.spec.model import HOURS_PER_MONTH, Target, Workload
+import dataclasses
+import functools
 
+from gpustack.catalog import Catalog, InstanceType, dates_of
+from gpustack.clouds import Cloud
+from gpustack.plan.attribution import Moves, shapley, to_cents
+from gpustack.plan.commitments import recommendations
+from gpustack.plan.model import (
+    Cost, CostRange, DeclaredCommitment, GpuCounts, Pool, Step, TargetPlan, Warning, WorkloadCost, money,
+)
+from gpustack.plan.nodes import allocatable
+from gpustack.plan.prices import PriceBook
+from gpustack.spec.model import DEFAULT_BURST_SHARE, HOURS_PER_MONTH, Target, Workload
+
+MOVES = ("sharing", "spot", "commitments", "schedules")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplicaRate:
+    """USD per replica-hour on whole GPUs: on the cheapest instance type that holds the replica."""
+
+    on_demand: float
+    spot: float  # on the cheapest spot-capable type (on-demand where none is)
+    reserved: float  # under the declared commitment (on-demand where none is)
+    instance_type: str
+
+
+def whole_gpus(workload: Workload) -> int:
+    return 1 if workload.fractional else workload.gpus
 
 
 def baseline_gpus(workload: Workload) -> int:
-    return workload.replicas.max * (1 if workload.fractional else workload.gpus)
+    return workload.replicas.max * whole_gpus(workload)
 
 
-def cheapest_gpu_hour(rows: tuple[InstanceType, ...], gpu: str, prices: PriceBook) -> float:
-    return min(prices.on_demand(r).usd_per_node_hour / r.gpus for r in rows if r.gpu == gpu)
+def _replicas_per_node(row: InstanceType, workload: Workload) -> int:
+    cpu, memory = allocatable(row.vcpus, row.memory_gib)
+    slots = row.gpus // whole_gpus(workload)
+    if workload.cpu:
+        slots = min(slots, int((cpu + 1e-9) // workload.cpu))
+    if workload.memory_gib:
+        slots = min(slots, int((memory + 1e-9) // workload.memory_gib))
+    return slots
 
 
-def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload],
-              rows: tuple[InstanceType, ...], prices: PriceBook, catalog: Catalog, warnings: tuple[Warning, ...],
+def replica_rate(workload: Workload, rows: tuple[InstanceType, ...], prices: PriceBook, cloud: Cloud) -> ReplicaRate:
+    fitting = [(r, k) for r in rows if r.gpu == workload.gpu and (k := _replicas_per_node(r, workload)) > 0]
+    if not fitting:  # no type holds it whole (the planner reports that): price the GPUs alone
+        fitting = [(r, max(1, r.gpus // whole_gpus(workload))) for r in rows if r.gpu == workload.gpu]
+
+    def per_replica(price: float, row: InstanceType, k: int) -> tuple[float, int, str]:
+        return price / k, row.gpus, row.name
+
+    on_demand = min(per_replica(prices.on_demand(r).usd_per_node_hour, r, k) for r, k in fitting)
+    spot_rows = [(r, k, s) for r, k in fitting
+                 if cloud.spot_available(r.name) is None and (s := prices.spot(r)) is not None]
+    spot = min((per_replica(s.usd_per_node_hour, r, k) for r, k, s in spot_rows), default=on_demand)
+    row, k = next((r, k) for r, k in fitting if r.name == on_demand[2])
+    return ReplicaRate(on_demand[0], spot[0], prices.reserved(row).usd_per_node_hour / k, row.name)
+
+
+def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload], rows: tuple[InstanceType, ...],
+              prices: PriceBook, catalog: Catalog, cloud: Cloud, warnings: tuple[Warning, ...],
               notes: tuple[str, ...]) -> TargetPlan:
     active = [w for w in workloads if w.replicas.max]
-    baseline_by_workload = {w.name: baseline_gpus(w) * cheapest_gpu_hour(rows, w.gpu, prices) * HOURS_PER_MONTH
-                            for w in active}
-    baseline = sum(baseline_by_workload.values())
+    rates = {w.name: replica_rate(w, rows, prices, cloud) for w in active}
     counted = [p for p in pools if p.role != "fallback"]
     row_of = {r.name: r for r in rows}
-    all_on_demand = all_spot = all_committed = 0.0
-    for pool in counted:
-        row = row_of[pool.instance_type]
-        on_demand = prices.on_demand(row).usd_per_node_hour
-        always = pool.max_nodes * HOURS_PER_MONTH
-        all_on_demand += always * on_demand
-        all_spot += always * (pool.price.usd_per_node_hour if pool.capacity == "spot" else on_demand)
-        all_committed += always * pool.price.usd_per_node_hour
+
+    @functools.cache
+    def cost(moves: Moves) -> float:
+        return _cost(moves, counted, rates, prices, row_of)
+
+    baselines = {w.name: w.replicas.max * rates[w.name].on_demand * HOURS_PER_MONTH for w in active}
+    baseline = sum(baselines.values())
     planned = sum(p.monthly_cost_usd for p in counted)
-    steps = _steps(baseline, [all_on_demand, all_spot, all_committed], planned)
-    cost = Cost(money(baseline), money(planned),
-                round(100 * (money(baseline) - money(planned)) / money(baseline), 1) if baseline else 0.0, steps)
+    savings = shapley(MOVES, lambda moves: baseline if not moves else planned if len(moves) == len(MOVES)
+                      else cost(moves))
+    cents = to_cents([savings[m] for m in MOVES], round(money(baseline) * 100) - round(money(planned) * 100))
+    steps = tuple(Step(m, c / 100) for m, c in zip(MOVES, cents))
+    declared = prices.commitment
+    cost_summary = Cost(
+        money(baseline), money(planned),
+        round(100 * (money(baseline) - money(planned)) / money(baseline), 1) if baseline else 0.0, steps,
+        baseline_at_used_hours_monthly_usd=money(cost(frozenset({"schedules"}))) if active else 0.0,
+        range=_range(pools, {w.name: w for w in active}, planned),
+        commitment_recommendations=recommendations(pools, row_of, prices, catalog, target.cloud),
+        commitment=DeclaredCommitment(declared.instrument, declared.term, declared.discount, declared.prices,
+                                      declared.scope) if declared else None,
+    )
     gpus = GpuCounts(
         baseline=sum(baseline_gpus(w) for w in active),
         lower_bound=sum(p.gpus.lower_bound for p in counted),
@@ -70,18 +128,83 @@ def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload]
                     else catalog.as_of(target.cloud, target.region))
     return TargetPlan(
         name=target.name, cloud=target.cloud, region=target.region, cluster=target.cluster,
-        settings=target.settings, pools=pools, gpus=gpus, cost=cost,
-        workloads=tuple(_unit_costs(active, counted, baseline_by_workload)),
+        settings=target.settings, pools=pools, gpus=gpus, cost=cost_summary,
+        workloads=tuple(_unit_costs(active, counted, baselines)),
         warnings=warnings, notes=notes, prices_as_of=prices_as_of,
         commitment_discount=prices.commitment_discount,
     )
 
 
-def _steps(baseline: float, levels: list[float], planned: float) -> tuple[Step, ...]:
-    """Rounded to cents so the steps add up exactly to the rounded baseline minus planned."""
-    points = [money(baseline)] + [money(v) for v in levels] + [money(planned)]
-    names = ("sharing", "spot", "commitments", "schedules")
-    return tuple(Step(name, money(points[i] - points[i + 1])) for i, name in enumerate(names))
+def _cost(moves: Moves, pools: list[Pool], rates: dict[str, ReplicaRate], prices: PriceBook,
+          row_of: dict[str, InstanceType]) -> float:
+    """The monthly cost with only `moves` made.
+
+    With sharing, the pools as planned: a spot pool at its spot price only with the spot move, a
+    reserved floor at its committed price only with the commitments move (else on-demand), and each
+    pool's planned hours only with the schedules move (else always on). Without sharing, every replica
+    of the pools on whole GPUs at its `ReplicaRate` for the pool's capacity type, under the same rules.
+    """
+    always = "schedules" not in moves
+    total = 0.0
+    for pool in pools:
+        discounted = ((pool.capacity == "spot" and "spot" in moves)
+                      or (pool.capacity == "reserved" and "commitments" in moves))
+        if "sharing" in moves:
+            price = pool.price.usd_per_node_hour if discounted else prices.on_demand(row_of[pool.instance_type]) \
+                .usd_per_node_hour
+            total += price * pool.max_nodes * (HOURS_PER_MONTH if always else pool.hours_per_month)
+            continue
+        for placement in pool.placements:
+            rate = rates[placement.workload]
+            hourly = (rate.spot if pool.capacity == "spot" else rate.reserved) if discounted else rate.on_demand
+            total += placement.replicas * hourly * (HOURS_PER_MONTH if always else placement.hours_per_month)
+    return total
+
+
+def _range(pools: tuple[Pool, ...], workloads: dict[str, Workload], planned: float) -> CostRange:
+    """low: bursts as used; high: bursts at peak all month, fallbacks instead of their spot pools."""
+    low = high = planned
+    backed = {w for p in pools if p.role == "fallback" for w in p.workloads}
+    shares = []
+    for pool in pools:
+        hourly = pool.price.usd_per_node_hour
+        if pool.role == "burst":
+            share = _burst_share(pool, workloads)
+            shares.append(share)
+            used = pool.min_nodes + (pool.max_nodes - pool.min_nodes) * share
+            low -= pool.monthly_cost_usd - hourly * pool.hours_per_month * used
+            high += hourly * pool.max_nodes * (HOURS_PER_MONTH - pool.hours_per_month)
+        elif pool.role == "fallback":
+            high += hourly * pool.standby_node_hours
+        elif pool.capacity == "spot" and backed & set(pool.workloads):
+            high -= pool.monthly_cost_usd
+    assumptions = []
+    if shares:
+        listed = ", ".join(sorted({f"{s:g}" for s in shares}))
+        assumptions.append(f"low: each burst pool runs its nodes above min_nodes for {listed} of its hours "
+                           f"(workloads' burst_share, default {DEFAULT_BURST_SHARE:g})")
+        assumptions.append("high: each burst pool at its peak all month")
+    if backed:
+        assumptions.append("high: every fallback pool runs all of its spot pools' hours at on-demand (no spot "
+                           "capacity all month)")
+    return CostRange(money(min(low, planned)), money(max(high, planned)), tuple(assumptions))
+
+
+def _burst_share(pool: Pool, workloads: dict[str, Workload]) -> float:
+    """The pool's expected share of its peak: its workloads' burst_share, weighted by GPU share."""
+    weights = [(pl.replicas * pl.gpu_share, workloads[pl.workload].burst_share) for pl in pool.placements]
+    total = sum(w for w, _ in weights)
+    if not total:
+        return DEFAULT_BURST_SHARE
+    return sum(w * (DEFAULT_BURST_SHARE if s is None else s) for w, s in weights) / total
+
+
+def served_hours(workload: Workload) -> float:
+    """The hours a month an inference workload serves requests: all month while a floor runs, else the
+    hours it runs (hours_per_month prices the burst above the floor)."""
+    if workload.replicas.min:
+        return HOURS_PER_MONTH
+    return workload.hours_per_month or HOURS_PER_MONTH
 
 
 def _unit_costs(workloads: list[Workload], pools: list[Pool], baseline: dict[str, float]) -> list[WorkloadCost]:
@@ -96,10 +219,6 @@ def _unit_costs(workloads: list[Workload], pools: list[Pool], baseline: dict[str
     for w in workloads:
         monthly = share.get(w.name, 0.0)
         per_run = monthly / w.runs_per_month if w.runs_per_month else None
-        per_1k = None
-        if w.requests_per_hour:
-            hours = w.hours_per_month or HOURS_PER_MONTH
-            per_1k = monthly / (w.requests_per_hour * hours / 1000)
+        per_1k = monthly / (w.requests_per_hour * served_hours(w) / 1000) if w.requests_per_hour else None
         out.append(WorkloadCost(w.name, w.kind, monthly, baseline.get(w.name, 0.0), per_run, per_1k))
     return out
-

@@ -122,6 +122,9 @@ class Pool:
     gpus: PoolGpus
     reason: str
     notes: tuple[str, ...] = ()
+    # A fallback pool: the node-hours it would run if it carried all of its workloads' hours (spot short
+    # all month); the range's high end. 0 for every other pool.
+    standby_node_hours: float = 0.0
 
     @property
     def attribution(self) -> dict[str, str]:
@@ -155,11 +158,54 @@ class Step:
 
 
 @dataclasses.dataclass(frozen=True)
+class CostRange:
+    """What the month can cost: `low` with the bursts as used, `high` with every burst at its peak all
+    month and every fallback pool running instead of its spot pools; the planned figure lies between."""
+
+    low: float
+    high: float
+    assumptions: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class CommitmentRecommendation:
+    """What to buy to cover one instance type's reserved floor, and what it would save."""
+
+    instrument: str
+    term: str
+    instance_type: str
+    quantity: int  # nodes of the floor
+    gpus: int
+    on_demand_monthly_usd: float  # what the floor costs at on-demand (what the reservation bills)
+    discount: float | None  # the rate recommended (None: negotiated, none published)
+    monthly_saving_usd: float | None
+    break_even_utilisation: float | None  # the share of hours the floor must run for it to pay off
+    commitment_usd_per_hour: float | None  # the hourly spend to commit to (savings plans)
+    source: str
+    declared: bool  # the spec declares a commitment that covers it (the plan already counts it)
+    how: str = ""  # how IaC ties it to the reservation, where the cloud allows it
+
+
+@dataclasses.dataclass(frozen=True)
+class DeclaredCommitment:
+    instrument: str
+    term: str | None
+    discount: float | None
+    prices: tuple[tuple[str, float], ...]
+    scope: str | None
+
+
+@dataclasses.dataclass(frozen=True)
 class Cost:
     baseline_monthly_usd: float
     planned_monthly_usd: float
     savings_pct: float
-    breakdown: tuple[Step, ...]
+    breakdown: tuple[Step, ...]  # Shapley values of the moves: add up to baseline - planned
+    # the same work on whole on-demand GPUs, each replica only for the hours it really runs
+    baseline_at_used_hours_monthly_usd: float = 0.0
+    range: CostRange = CostRange(0.0, 0.0, ())
+    commitment_recommendations: tuple[CommitmentRecommendation, ...] = ()
+    commitment: DeclaredCommitment | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,6 +264,30 @@ class Plan:
 
 def money(value: float) -> float:
     return round(value + 0.0, 2)
+
+
+def _pct(baseline: float, planned: float) -> float:
+    return round(100 * (money(baseline) - money(planned)) / money(baseline), 1) if money(baseline) else 0.0
+
+
+def _commitment(c: DeclaredCommitment | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    return {"instrument": c.instrument, "term": c.term, "discount": c.discount, "prices": dict(c.prices),
+            "scope": c.scope}
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value + 0.0, digits)
+
+
+def _recommendation(r: CommitmentRecommendation) -> dict[str, Any]:
+    return {"instrument": r.instrument, "term": r.term, "instance_type": r.instance_type, "quantity": r.quantity,
+            "gpus": r.gpus, "on_demand_monthly_usd": money(r.on_demand_monthly_usd), "discount": r.discount,
+            "monthly_saving_usd": _rounded(r.monthly_saving_usd, 2),
+            "break_even_utilisation": _rounded(r.break_even_utilisation, 3),
+            "commitment_usd_per_hour": _rounded(r.commitment_usd_per_hour, 4),
+            "source": r.source, "declared": r.declared, **({"how": r.how} if r.how else {})}
 
 
 def _warning(w: Warning) -> dict[str, Any]:
@@ -302,6 +372,12 @@ def _target(t: TargetPlan) -> dict[str, Any]:
             "breakdown": [{"step": s.step, "monthly_usd": money(s.monthly_usd)} for s in t.cost.breakdown],
             "prices_as_of": t.prices_as_of,
             "commitment_discount": t.commitment_discount,
+            "baseline_at_used_hours_monthly_usd": money(t.cost.baseline_at_used_hours_monthly_usd),
+            "savings_pct_at_used_hours": _pct(t.cost.baseline_at_used_hours_monthly_usd, t.cost.planned_monthly_usd),
+            "range": {"low": money(t.cost.range.low), "high": money(t.cost.range.high),
+                      "assumptions": list(t.cost.range.assumptions)},
+            "commitment": _commitment(t.cost.commitment),
+            "commitment_recommendations": [_recommendation(r) for r in t.cost.commitment_recommendations],
         },
         "unit_costs": [
             {"workload": w.workload, "kind": w.kind, "monthly_usd": money(w.monthly_usd),

@@ -101,7 +101,7 @@ class _TargetPlanner:
         if len(self.problems) > before:
             return None
         return costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
-                                 self.catalog, tuple(self.warnings), tuple(self.notes))
+                                 self.catalog, self.cloud, tuple(self.warnings), tuple(self.notes))
 
     # -- per workload -------------------------------------------------------------------------
     def demands_of(self, workload: Workload) -> list[tuple[PoolKey, Demand]]:

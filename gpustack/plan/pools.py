@@ -118,6 +118,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
         peak = _pack(demands, node, gpu.mig, lambda d: d.part.replicas)
         nodes = peak.nodes
         node_hours = 0.0 if key.fallback else (nodes * HOURS_PER_MONTH if reserved else peak.node_hours)
+        standby = peak.node_hours if key.fallback else 0.0
         sharing = _sharing(key, name, ask, peak, cloud)
         floor_demands = [d for d in demands if d.part.min_replicas]
         if reserved or not floor_demands:
@@ -131,6 +132,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
         sharing = _sharing(key, name, ask, peak, cloud)
         required, lower = share.gpus_required, share.lower_bound
         carries = share.replicas
+        standby = 0.0
     carried_demands = [d for d in demands if carries(d)]
     workloads = tuple(sorted({d.workload.name for d in carried_demands}))
     if sharing.mode == "mig":
@@ -150,7 +152,8 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     if window is not None and not cloud.supports(Feature.NATIVE_SCHEDULE):
         notes.append(f"{cloud.unsupported[Feature.NATIVE_SCHEDULE]}.")
     if key.fallback:
-        notes.append("Runs only when spot capacity is short, so it is not in the monthly estimate.")
+        notes.append("Runs only when spot capacity is short, so it is not in the monthly estimate; the range's "
+                     "high end counts it running all of its spot pools' hours.")
     empty_gpus = sum(1 for layout in peak.mig_layouts if not layout)
     if empty_gpus and not cloud.native_mig_partitioning:
         notes.append(f"{empty_gpus} of the {row.gpus} GPUs of each node stay unpartitioned (whole).")
@@ -187,6 +190,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
         gpus=gpus,
         reason=_reason(key, carried_demands, row, sharing, carries, share.why if share else None),
         notes=tuple(notes),
+        standby_node_hours=standby,
     )
 
 

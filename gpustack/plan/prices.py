@@ -1,33 +1,36 @@
 """Prices per node-hour by capacity type: the catalog, with the spec's `pricing` on top.
 
 Order of precedence for one instance type: `pricing.instances.<type>` in the spec, then (spot only)
-`pricing.spot_discount`, then the catalog. Reserved capacity costs on-demand x (1 - commitment
-discount), the discount from the spec or the catalog's default for the cloud.
+`pricing.spot_discount`, then the catalog, then (spot only) the cloud's fixed spot fraction where it
+sells spot at one (`spot_rules.yaml`). Reserved capacity is billed at the on-demand rate: a capacity
+reservation is, and the discount needs a commitment bought separately. Only a commitment the spec
+declares (`pricing.commitments.<cloud>`, or the short form `pricing.commitment_discount`) prices a
+reserved floor below on-demand.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from gpustack.catalog import Catalog, InstanceType
+from gpustack.catalog import Catalog, InstanceType, SpotRule
 from gpustack.plan.model import Price
-from gpustack.spec.model import Pricing
+from gpustack.spec.model import Commitment, Pricing
 
 
 @dataclasses.dataclass(frozen=True)
 class PriceBook:
     pricing: Pricing
-    commitment_discount: float
-    commitment_source: str
+    commitment: Commitment | None  # declared for this cloud; None: reserved floors at on-demand
+    spot_rule: SpotRule | None = None
 
     @classmethod
     def for_cloud(cls, pricing: Pricing, catalog: Catalog, cloud: str) -> PriceBook:
-        if pricing.commitment_discount is not None:
-            return cls(pricing, pricing.commitment_discount, "spec pricing.commitment_discount")
-        default = catalog.discounts.get(cloud)
-        if default is None:
-            return cls(pricing, 0.0, "no commitment discount known")
-        return cls(pricing, default.fraction, f"catalog default for {cloud} ({default.source})")
+        return cls(pricing, pricing.commitment(cloud), catalog.spot_rules.get(cloud))
+
+    @property
+    def commitment_discount(self) -> float:
+        """The declared fraction off on-demand (0 when none is declared, or when it is a price list)."""
+        return self.commitment.discount or 0.0 if self.commitment is not None else 0.0
 
     def on_demand(self, row: InstanceType) -> Price:
         override = self.pricing.instance(row.name)
@@ -45,13 +48,36 @@ class PriceBook:
             return Price(round(base.usd_per_node_hour * (1 - self.pricing.spot_discount), 6),
                          f"on-demand x (1 - spec spot_discount {self.pricing.spot_discount:g})")
         if row.spot is not None:
-            return Price(row.spot, f"catalog {row.source}")
+            basis = f"; {self.spot_rule.basis}, as of {row.as_of or 'unknown'}" if self.spot_rule else ""
+            return Price(row.spot, f"catalog {row.source}{basis}")
+        if self.spot_rule is not None and self.spot_rule.fraction_of_on_demand is not None:
+            base = self.on_demand(row)
+            return Price(round(base.usd_per_node_hour * self.spot_rule.fraction_of_on_demand, 6),
+                         f"on-demand ({base.source}) x {self.spot_rule.fraction_of_on_demand:g}: "
+                         f"{self.spot_rule.basis} ({self.spot_rule.source})")
         return None
 
     def reserved(self, row: InstanceType) -> Price:
         base = self.on_demand(row)
-        return Price(round(base.usd_per_node_hour * (1 - self.commitment_discount), 6),
-                     f"on-demand x (1 - {self.commitment_discount:g} commitment discount, {self.commitment_source})")
+        committed = self.committed(row)
+        if committed is not None:
+            return committed
+        return Price(base.usd_per_node_hour, f"on-demand ({base.source}): a capacity reservation is billed at the "
+                                             "on-demand rate, and no commitment is declared")
+
+    def committed(self, row: InstanceType) -> Price | None:
+        """The reserved price under the declared commitment, or None when it does not cover this type."""
+        if self.commitment is None:
+            return None
+        base = self.on_demand(row)
+        price = self.commitment.price(row.name, base.usd_per_node_hour)
+        if price is None:
+            return None
+        c = self.commitment
+        what = c.instrument + (f" {c.term}" if c.term else "") + (f", scope {c.scope}" if c.scope else "")
+        if c.discount is not None:
+            return Price(round(price, 6), f"on-demand x (1 - {c.discount:g}): declared commitment ({what})")
+        return Price(price, f"declared commitment price ({what})")
 
     def for_capacity(self, row: InstanceType, capacity: str) -> Price:
         if capacity == "spot":

@@ -17,8 +17,8 @@ from gpustack.clouds import CLOUDS
 from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
 from gpustack.spec import units
 from gpustack.spec.model import (
-    CAPACITIES, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES, InstancePrice, Pricing,
-    Replicas, Schedule, Spec, Target, Workload,
+    CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
+    Commitment, InstancePrice, Pricing, Replicas, Schedule, Spec, Target, Workload,
 )
 from gpustack.spec.reader import BAD, Reader
 from gpustack.spec.yamlsource import Document, Path, parse
@@ -35,6 +35,10 @@ _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 _RESERVED_LABEL_PREFIXES = ("gpustack.dev", "kubernetes.io", "k8s.io", "nvidia.com")
+# A commitment's scope, as the user's contract names it: printed in tables and Markdown.
+_SCOPE = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.:/ ]{0,62}")
+COMMITMENT_KEYS = ("instrument",)
+COMMITMENT_OPTIONAL = ("term", "discount", "prices", "scope")
 
 TOP_KEYS = ("version", "name", "targets", "workloads")
 TOP_OPTIONAL = ("labels", "pricing", "catalog")
@@ -43,7 +47,7 @@ TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
-                     "sharing", "namespace", "instance_types")
+                     "sharing", "namespace", "instance_types", "burst_share")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 ADD_ROWS = "add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog refresh"
 
@@ -156,9 +160,12 @@ class _SpecReader(Reader):
 
     # -- pricing ------------------------------------------------------------------------------
     def pricing(self, path: Path, value: Any) -> Pricing | Any:
-        value = self.mapping(path, value, optional=("commitment_discount", "spot_discount", "instances"))
+        value = self.mapping(path, value, optional=("commitment_discount", "spot_discount", "instances",
+                                                    "commitments"))
         if value is BAD:
             return BAD
+        commitments = self.commitments(path + ("commitments",), value["commitments"]) \
+            if "commitments" in value else ()
         commitment = spot = None
         if "commitment_discount" in value:
             commitment = self.number(path + ("commitment_discount",), value["commitment_discount"],
@@ -196,7 +203,59 @@ class _SpecReader(Reader):
                     self.problem(item + ("spot",), f"spot {spot_price:g} is more than on_demand {on_demand:g}: "
                                                    "spot capacity is sold below the on-demand price")
                 instances.append((name, InstancePrice(on_demand, spot_price)))
-        return Pricing(commitment, spot, tuple(sorted(instances, key=lambda item: item[0])))
+        return Pricing(commitment, spot, tuple(sorted(instances, key=lambda item: item[0])),
+                       commitments if commitments is not BAD else ())
+
+    def commitments(self, path: Path, value: Any) -> tuple[tuple[str, Commitment], ...] | Any:
+        """cloud -> {instrument, term, discount | prices, scope}: the commitments held or to be bought."""
+        if not isinstance(value, dict):
+            return self.problem(path, "expected a mapping of cloud to a commitment, e.g. "
+                                      "{gcp: {instrument: committed-use-discount, term: 1y, discount: 0.3}}")
+        out = []
+        for key, raw in value.items():
+            if path + (key,) in self.doc.typed_keys:
+                self.typed_key_problem(path + (key,))
+                continue
+            cloud = self.choice(path + (key,), key, CLOUDS.names(), CLOUDS.aliases())
+            item = path + (key,)
+            raw = self.mapping(item, raw, required=COMMITMENT_KEYS, optional=COMMITMENT_OPTIONAL,
+                               what="a commitment: {instrument, term, discount or prices, scope}")
+            if cloud is BAD or raw is BAD or "instrument" not in raw:
+                continue
+            rate = self.catalog.discounts.get(cloud)
+            allowed = rate.instruments if rate is not None else ()
+            instrument = self.choice(item + ("instrument",), raw["instrument"], allowed)
+            term = self.choice(item + ("term",), raw["term"], COMMITMENT_TERMS) if "term" in raw else None
+            if ("discount" in raw) == ("prices" in raw):
+                self.problem(item, "give exactly one of discount (a fraction off on-demand) or prices (USD per "
+                                   "node-hour per instance type)")
+                continue
+            discount = (self.number(item + ("discount",), raw["discount"], minimum=0, maximum=1,
+                                    exclusive_maximum=True) if "discount" in raw else None)
+            prices = self.commitment_prices(item + ("prices",), raw["prices"], cloud) if "prices" in raw else ()
+            scope = (self.string(item + ("scope",), raw["scope"], pattern=_SCOPE,
+                                 rule="at most 63 letters, digits, spaces and - _ . : /, starting with a letter or "
+                                      "digit") if "scope" in raw else None)
+            if any(v is BAD for v in (instrument, term, discount, prices, scope)):
+                continue
+            out.append((cloud, Commitment(instrument, term, discount, prices, scope)))
+        return tuple(sorted(out, key=lambda item: item[0]))
+
+    def commitment_prices(self, path: Path, value: Any, cloud: str) -> tuple[tuple[str, float], ...] | Any:
+        if not isinstance(value, dict) or not value:
+            return self.problem(path, "expected a mapping of instance type to committed USD per node-hour, e.g. "
+                                      "{p4de.24xlarge: 20.5}")
+        known = sorted({r.name for r in self.catalog.instances if r.cloud == cloud})
+        out = []
+        for name, price in value.items():
+            if name not in known:
+                self.problem(path + (name,), f"{name!r} is not a {CLOUDS.get(cloud).display_name} instance type of "
+                                             f"the catalog{did_you_mean(name, known)}", at_key=True)
+                continue
+            number = self.number(path + (name,), price, minimum=0, exclusive_minimum=True, maximum=10_000)
+            if number is not BAD:
+                out.append((name, number))
+        return tuple(sorted(out))
 
     # -- workloads ----------------------------------------------------------------------------
     def workloads(self, value: Any) -> list[Workload]:
@@ -294,6 +353,12 @@ class _SpecReader(Reader):
             self.sharing_fits(field["sharing"], sharing, kind, gpu, forms, mig)
         namespace = self.dns_label(field["namespace"], value["namespace"]) if "namespace" in value else "default"
         pins = self.instance_pins(field["instance_types"], value["instance_types"]) if "instance_types" in value else ()
+        burst_share = None
+        if "burst_share" in value:
+            burst_share = self.number(field["burst_share"], value["burst_share"], minimum=0, maximum=1)
+            if kind and kind != "inference":
+                self.problem(field["burst_share"], f"burst_share is for inference (the burst above replicas.min), "
+                                                   f"not {kind}")
         if len(self.problems) > before:
             return BAD
         return Workload(
@@ -301,6 +366,7 @@ class _SpecReader(Reader):
             gpu_fraction=gpu_fraction, cpu=cpu, memory_gib=memory, replicas=replicas, checkpointing=checkpointing,
             schedule=schedule, hours_per_month=hours, runs_per_month=runs, requests_per_hour=requests,
             labels=labels, capacity=capacity, sharing=sharing, namespace=namespace, index=index, instance_types=pins,
+            burst_share=burst_share,
         )
 
     def instance_pins(self, path: Path, value: Any) -> Any:
@@ -495,6 +561,11 @@ class _SpecReader(Reader):
     def check_prices_used(self, pricing: Pricing, targets: list[Target]) -> None:
         """An override for a type no target can use would be ignored: say so instead."""
         places = {(t.cloud, t.region) for t in targets}
+        for cloud, _ in pricing.commitments:
+            if not any(c == cloud for c, _ in places):
+                self.problem(("pricing", "commitments", _written_key(self.doc, cloud)),
+                             f"no target runs on {CLOUDS.get(cloud).display_name}: this commitment would never be "
+                             "used", at_key=True)
         for name, _ in pricing.instances:
             if not any(self.catalog.instance(cloud, region, name) for cloud, region in places):
                 regions = ", ".join(f"{CLOUDS.get(c).display_name} {r}" for c, r in sorted(places))
@@ -550,6 +621,12 @@ def written_names(value: Any) -> set[str]:
     """The names the spec's workloads give (before any check of theirs)."""
     items = value if isinstance(value, list) else []
     return {item["name"] for item in items if isinstance(item, dict) and isinstance(item.get("name"), str)}
+
+
+def _written_key(doc: Document, cloud: str) -> str:
+    """The key the spec used for `cloud` in pricing.commitments (a name or an alias)."""
+    written = doc.data["pricing"]["commitments"]
+    return next((k for k in written if CLOUDS.get(k).name == cloud), cloud)
 
 
 def pinned_key(doc: Document, index: int, cloud: str) -> str:

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 # A month, for every monthly figure: 730 hours (8,760 hours a year / 12).
 HOURS_PER_MONTH = 730.0
+# An inference burst's expected share of its peak, when the workload does not say (`burst_share`):
+# an assumption for the low end of the cost range, shown wherever the range is.
+DEFAULT_BURST_SHARE = 0.5
 
 Kind = Literal["training", "fine-tuning", "inference", "notebook"]
 Capacity = Literal["spot", "on-demand", "reserved"]
@@ -103,6 +106,8 @@ class Workload:
     # cloud -> instance type: pins the choice, so a change of replicas never moves the workload to
     # another instance type (and so another node pool)
     instance_types: tuple[tuple[str, str], ...] = ()
+    # inference: the expected share of the burst's peak node-hours actually used (the range's low end)
+    burst_share: float | None = None
 
     def pinned_instance(self, cloud: str) -> str | None:
         return dict(self.instance_types).get(cloud)
@@ -132,14 +137,46 @@ class InstancePrice:
     spot: float | None
 
 
+COMMITMENT_TERMS = ("1y", "3y")
+# The instrument of the short form `pricing.commitment_discount`: a discount held, its kind unsaid.
+DECLARED_DISCOUNT = "declared-discount"
+
+
+@dataclasses.dataclass(frozen=True)
+class Commitment:
+    """A commitment the user holds or will buy: only a declared one discounts the reserved floors."""
+
+    instrument: str  # per cloud, e.g. compute-savings-plan, committed-use-discount, reservation
+    term: str | None  # 1y | 3y (None: the short form, which does not say)
+    discount: float | None  # fraction off on-demand, for every reserved floor of the cloud
+    prices: tuple[tuple[str, float], ...]  # or: instance type -> committed USD per node-hour
+    scope: str | None  # what it covers, as the user's contract says (region, account, subscription ...)
+
+    def price(self, instance_type: str, on_demand: float) -> float | None:
+        """The committed USD per node-hour of this instance type, or None when it does not cover it."""
+        if self.discount is not None:
+            return on_demand * (1 - self.discount)
+        return dict(self.prices).get(instance_type)
+
+
 @dataclasses.dataclass(frozen=True)
 class Pricing:
     commitment_discount: float | None
     spot_discount: float | None
     instances: tuple[tuple[str, InstancePrice], ...]
+    commitments: tuple[tuple[str, Commitment], ...] = ()  # cloud -> the commitment declared for it
 
     def instance(self, name: str) -> InstancePrice | None:
         return dict(self.instances).get(name)
+
+    def commitment(self, cloud: str) -> Commitment | None:
+        """The cloud's declared commitment; `commitment_discount` is the short form for every cloud."""
+        declared = dict(self.commitments).get(cloud)
+        if declared is not None:
+            return declared
+        if self.commitment_discount is not None:
+            return Commitment(DECLARED_DISCOUNT, None, self.commitment_discount, (), None)
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
