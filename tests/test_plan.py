@@ -153,14 +153,14 @@ def test_breakdown_adds_up_to_baseline_minus_planned():
                                                 / target.cost.baseline_monthly_usd, 1)
 
 
-def test_baseline_is_one_cheapest_on_demand_gpu_per_replica_always_on():
-    # 3 replicas of 2 H100s on AWS: the cheapest H100 per GPU in us-east-1 is p5.4xlarge (1 GPU).
+def test_baseline_is_whole_on_demand_gpus_per_replica_always_on_on_an_instance_that_holds_it():
+    # 3 replicas of 2 H100s on AWS: p5.4xlarge has 1 GPU and cannot hold one; p5.48xlarge holds 4 replicas.
     target = plan_of([{**TRAINING, "gpus": 2, "replicas": 3}]).targets[0]
     from gpustack.catalog import load_catalog
 
-    rows = [r for r in load_catalog().in_region("aws", "us-east-1") if r.gpu == "H100"]
-    per_gpu = min(r.on_demand / r.gpus for r in rows)
-    assert target.cost.baseline_monthly_usd == round(6 * per_gpu * 730, 2)
+    rows = [r for r in load_catalog().in_region("aws", "us-east-1") if r.gpu == "H100" and r.gpus >= 2]
+    per_replica = min(r.on_demand / (r.gpus // 2) for r in rows)
+    assert target.cost.baseline_monthly_usd == round(3 * per_replica * 730, 2)
 
 
 def test_spec_prices_override_the_catalog():

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 
 from gpustack.clouds import CLOUDS
+from gpustack.output.costwords import BASELINE, BASELINE_AT_USED_HOURS, commitment_status, range_words, recommendation
 from gpustack.output.jinja import GENERATED_BY, render
 from gpustack.output.table import nodes, schedule, sharing, usd
 from gpustack.plan.model import Plan, TargetPlan
@@ -19,8 +20,8 @@ from gpustack.plan.model import Plan, TargetPlan
 STEP_LABELS = {
     "sharing": "sharing (packing and instance choice)",
     "spot": "spot",
-    "commitments": "commitments (reserved floors)",
-    "schedules": "schedules (off-hours and job hours)",
+    "commitments": "commitments (declared, on reserved floors)",
+    "schedules": "schedules (off-hours, job and burst hours)",
 }
 
 
@@ -28,8 +29,11 @@ def render_markdown(plan: Plan) -> str:
     baseline = sum(t.cost.baseline_monthly_usd for t in plan.targets)
     planned = sum(t.cost.planned_monthly_usd for t in plan.targets)
     count = len(plan.targets)
-    summary = (f"{count} target{'s' if count != 1 else ''}: {usd(planned)}/month planned, against "
-               f"{usd(baseline)}/month for one on-demand GPU per replica ({_pct(baseline - planned, baseline)} saved)")
+    low = sum(t.cost.range.low for t in plan.targets)
+    high = sum(t.cost.range.high for t in plan.targets)
+    summary = (f"{count} target{'s' if count != 1 else ''}: {usd(planned)}/month planned ({usd(low)} to "
+               f"{usd(high)}), against {usd(baseline)}/month for {BASELINE} "
+               f"({_pct(baseline - planned, baseline)} saved)")
     return render("markdown/plan.md.j2", name=plan.name, summary=summary,
                   targets=[_target(t) for t in plan.targets], generated_by=GENERATED_BY)
 
@@ -39,8 +43,15 @@ def _target(t: TargetPlan) -> dict[str, object]:
     c = t.cost
     return {
         "heading": f"{t.name}: {cloud.display_name} {t.region}, cluster `{t.cluster}`",
-        "headline": (f"**{usd(c.planned_monthly_usd)}/month** planned, against {usd(c.baseline_monthly_usd)}/month "
-                     f"for one on-demand GPU per replica: **{c.savings_pct:.1f}% saved**"),
+        "headline": (f"**{usd(c.planned_monthly_usd)}/month** planned (range {range_words(t)}), against "
+                     f"{usd(c.baseline_monthly_usd)}/month for {BASELINE}: **{c.savings_pct:.1f}% saved**; "
+                     f"against {usd(c.baseline_at_used_hours_monthly_usd)}/month for {BASELINE_AT_USED_HOURS}: "
+                     f"{_pct(c.baseline_at_used_hours_monthly_usd - c.planned_monthly_usd, c.baseline_at_used_hours_monthly_usd)}"
+                     " saved"),
+        "range": [inline(a) for a in c.range.assumptions],
+        "commitments": commitment_status(t),
+        "recommendations": [inline(recommendation(r)) + (f" {inline(r.how)}" if r.how else "")
+                            for r in c.commitment_recommendations],
         "pools": _pools_table(t, cloud.display_name),
         "gpus": table(("one GPU per replica", "lower bound", "required at peak", "provisioned"), "rrrr",
                        [(str(t.gpus.baseline), str(t.gpus.lower_bound), str(t.gpus.required),
@@ -52,8 +63,8 @@ def _target(t: TargetPlan) -> dict[str, object]:
         "notes": [inline(n) for n in t.notes],
         "reasons": [" ".join([f"`{p.name}`: {inline(p.reason)}.", *(inline(n) for n in p.notes)])
                     for p in t.pools],
-        "prices": (f"List prices in USD as of {t.prices_as_of}; reserved floors at a "
-                   f"{t.commitment_discount * 100:.0f}% commitment discount; a month is 730 hours."),
+        "prices": (f"List prices in USD as of {t.prices_as_of}; spot prices are point-in-time figures (each pool's "
+                   "price source says which); a month is 730 hours."),
     }
 
 
@@ -74,7 +85,7 @@ def _pools_table(t: TargetPlan, cloud: str) -> str:
 def _steps_table(t: TargetPlan) -> str:
     c = t.cost
     level = c.baseline_monthly_usd
-    rows = [("baseline: one on-demand GPU per replica, always on", "", "", usd(level))]
+    rows = [(f"baseline: {BASELINE}", "", "", usd(level))]
     for step in c.breakdown:
         level -= step.monthly_usd
         rows.append((STEP_LABELS.get(step.step, step.step), signed_usd(-step.monthly_usd),

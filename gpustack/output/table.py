@@ -12,15 +12,15 @@ from __future__ import annotations
 import textwrap
 
 from gpustack.clouds import CLOUDS
+from gpustack.output.costwords import (
+    BASELINE, commitment_status, range_words, recommendation, usd, used_hours_saving,
+)
 from gpustack.plan.model import Plan, Pool, TargetPlan
+
+__all__ = ["render_table", "usd", "nodes", "sharing", "schedule"]
 
 WIDTH = 120
 _MAX_PROFILES_SHOWN = 3
-
-
-def usd(value: float) -> str:
-    sign = "-" if value < 0 else ""
-    return f"{sign}${abs(value):,.0f}"
 
 
 def nodes(pool: Pool) -> str:
@@ -79,7 +79,8 @@ def render_quiet(plan: Plan) -> str:
         cloud = CLOUDS.get(t.cloud)
         lines.append(f"{t.name}: {cloud.display_name} {t.region}, {len(t.pools)} pool{'s' if len(t.pools) != 1 else ''}, "
                      f"{t.gpus.provisioned} GPUs provisioned, {usd(t.cost.planned_monthly_usd)}/month planned "
-                     f"({t.cost.savings_pct:.1f}% saved on {usd(t.cost.baseline_monthly_usd)})")
+                     f"(range {range_words(t)}; {t.cost.savings_pct:.1f}% saved against "
+                     f"{usd(t.cost.baseline_monthly_usd)} for {BASELINE})")
     return "\n".join(lines) + "\n"
 
 
@@ -144,10 +145,14 @@ def _summary(target: TargetPlan) -> list[str]:
     c = target.cost
     lines = [f"  GPUs: {g.baseline} one per replica -> {g.required} required at peak (lower bound "
              f"{g.lower_bound}), {g.provisioned} provisioned",
-             f"  Cost: {usd(c.baseline_monthly_usd)}/month one on-demand GPU per replica -> "
-             f"{usd(c.planned_monthly_usd)}/month planned ({c.savings_pct:.1f}% saved)"]
+             f"  Cost: {usd(c.planned_monthly_usd)}/month planned, range {range_words(target)}",
+             f"    {c.savings_pct:.1f}% saved against {usd(c.baseline_monthly_usd)}/month for {BASELINE}",
+             f"    {used_hours_saving(target)}"]
     for step in c.breakdown:
         lines.append(f"    {step.step:<12} {usd(-step.monthly_usd) if step.monthly_usd else '$0':>12}")
+    lines.append(f"  Commitments: {commitment_status(target)}")
+    for rec in c.commitment_recommendations:
+        lines.append(_wrap(f"recommended: {recommendation(rec)}", "    ", "      "))
     units = [w for w in target.workloads if w.usd_per_run is not None or w.usd_per_1k_requests is not None]
     if units:
         lines.append("  Unit costs:")
