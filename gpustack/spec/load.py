@@ -209,8 +209,8 @@ class _SpecReader(Reader):
     def commitments(self, path: Path, value: Any) -> tuple[tuple[str, Commitment], ...] | Any:
         """cloud -> {instrument, term, discount | prices, scope}: the commitments held or to be bought."""
         if not isinstance(value, dict):
-            return self.problem(path, "expected a mapping of cloud to a commitment, e.g. "
-                                      "{gcp: {instrument: committed-use-discount, term: 1y, discount: 0.3}}")
+            return self.problem(path, "expected a mapping of cloud to a commitment: {<cloud>: {instrument, term, "
+                                      "discount or prices, scope}}")
         out = []
         for key, raw in value.items():
             if path + (key,) in self.doc.typed_keys:
