@@ -56,8 +56,9 @@ def test_quiet_is_one_line_per_target(capsys, plan):
     assert len(lines) == len(plan.targets)
     t = plan.target("aws-prod")
     assert lines[0] == (f"aws-prod: EKS us-east-1, {len(t.pools)} pools, {t.gpus.provisioned} GPUs provisioned, "
-                        f"${t.cost.planned_monthly_usd:,.0f}/month planned ({t.cost.savings_pct:.1f}% saved on "
-                        f"${t.cost.baseline_monthly_usd:,.0f})")
+                        f"${t.cost.planned_monthly_usd:,.0f}/month planned (range ${t.cost.range.low:,.0f} to "
+                        f"${t.cost.range.high:,.0f}/month; {t.cost.savings_pct:.1f}% saved against "
+                        f"${t.cost.baseline_monthly_usd:,.0f} for one whole on-demand GPU per replica, always on)")
 
 
 def test_notes_are_wrapped_not_one_long_line(capsys):
