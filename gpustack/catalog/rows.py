@@ -18,7 +18,9 @@ from gpustack.errors import Location, Problem, did_you_mean, one_of, show
 
 REQUIRED_COLUMNS = ("cloud", "region", "instance_type", "gpu", "gpus", "vcpus", "memory_gib", "on_demand_usd",
                     "spot_usd", "source")
-OPTIONAL_COLUMNS = ("note", "as_of")
+# reserved_*: USD per node-hour under a 1- or 3-year reservation of the type (e.g. the Azure Retail
+# Prices API's Reservation meters, spread over the term's hours); empty when not known.
+OPTIONAL_COLUMNS = ("note", "as_of", "reserved_1y_usd", "reserved_3y_usd")
 COLUMNS = REQUIRED_COLUMNS + OPTIONAL_COLUMNS
 MAX_CATALOG_BYTES = 16 * 1024 * 1024
 MAX_PRICE_USD = 10_000.0  # per node-hour; above any GPU instance sold today, below a typo of 100x
@@ -45,6 +47,8 @@ class InstanceType:
     note: str
     as_of: str = ""  # YYYY-MM or YYYY-MM-DD: the date the prices describe
     origin: str = "bundled"  # "bundled", or the user catalog file the row came from
+    reserved_1y: float | None = None  # USD per node-hour with a 1-year reservation, when a source gives it
+    reserved_3y: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,6 +153,12 @@ class _Row:
         memory = self.positive("memory_gib", "GiB of memory per node")
         on_demand = self.price("on_demand_usd", required=True)
         spot = self.price("spot_usd", required=False)
+        reserved = {}
+        for column in ("reserved_1y_usd", "reserved_3y_usd"):
+            reserved[column] = self.price(column, required=False) if column in v else None
+            if on_demand is not None and reserved[column] is not None and reserved[column] > on_demand:
+                self.problem(column, f"{reserved[column]:g} is more than on_demand_usd {on_demand:g}: a reservation "
+                                     "is sold below the on-demand price")
         if on_demand is not None and spot is not None and spot > on_demand:
             self.problem("spot_usd", f"spot {spot:g} is more than on_demand_usd {on_demand:g}: spot capacity is "
                                      "sold below the on-demand price")
@@ -174,7 +184,8 @@ class _Row:
         assert cloud and gpu and gpus and vcpus and memory and on_demand is not None
         return InstanceType(cloud=cloud, region=region, name=name, gpu=gpu, gpus=gpus, vcpus=vcpus,
                             memory_gib=memory, on_demand=on_demand, spot=spot, source=source, note=note,
-                            as_of=as_of, origin=origin)
+                            as_of=as_of, origin=origin, reserved_1y=reserved["reserved_1y_usd"],
+                            reserved_3y=reserved["reserved_3y_usd"])
 
     def pattern(self, column: str, pattern: re.Pattern[str], rule: str) -> str:
         value = self.values[column]
@@ -229,8 +240,13 @@ def write_rows(rows: Iterable[InstanceType]) -> str:
     writer.writerow(COLUMNS)
     for r in sorted(rows, key=lambda r: (r.cloud, r.region, r.name)):
         writer.writerow([r.cloud, r.region, r.name, r.gpu, r.gpus, _num(r.vcpus), _num(r.memory_gib),
-                         _num(r.on_demand), "" if r.spot is None else _num(r.spot), r.source, r.note, r.as_of])
+                         _num(r.on_demand), _opt(r.spot), r.source, r.note, r.as_of, _opt(r.reserved_1y),
+                         _opt(r.reserved_3y)])
     return out.getvalue()
+
+
+def _opt(value: float | None) -> str:
+    return "" if value is None else _num(value)
 
 
 def _num(value: float) -> str:

@@ -6,6 +6,7 @@ A cloud is one bundle, the package `gpustack.clouds.<name>`, with one module per
     backend.py  the Pulumi resources (imported only by the Pulumi program: the SDK lives there)
     readers.py  the guardrail readers: Pulumi resource props -> pool views, native schedules
     mocks.py    what the Pulumi mocks answer for this cloud's data sources and computed outputs
+    prices.py   the price feed `gpustack catalog refresh` reads (optional: a cloud without one is not refreshed)
 
 `Cloud.part(name)` imports one of them on first use. The facts hold no provider SDK import: they
 are read while a spec is validated and planned.
