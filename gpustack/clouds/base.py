@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
 
+from gpustack.clouds.kubelet import TIERED, KubeletReservation
+
 if TYPE_CHECKING:  # the plan imports the clouds; the clouds only name the plan's types
     from gpustack.plan.model import Pool
 
@@ -160,6 +162,8 @@ class Cloud:
     replacing_changes: ClassVar[Mapping[str, str]] = {}
     # How spot pools are preferred over their fallback pools (None: nothing known; the plan says so).
     fallback_mechanism: ClassVar[FallbackMechanism | None] = None
+    # What the kubelet of the default node image keeps of a node (gpustack.clouds.kubelet).
+    kubelet_reservation: ClassVar[KubeletReservation] = TIERED
 
     @property
     def bundle(self) -> str:

@@ -90,7 +90,7 @@ def _as_asked(capacity: str, replicas: int) -> Part:
                 f"capacity: {capacity} in the spec")
 
 
-def slots_per_node(row: InstanceType, ask: Ask) -> int:
+def slots_per_node(row: InstanceType, ask: Ask, cloud: Cloud) -> int:
     """How many replicas of `ask` one node of `row` holds in every dimension: GPU, CPU, memory."""
     if ask.mode == "mig":
         assert ask.profile is not None
@@ -99,7 +99,7 @@ def slots_per_node(row: InstanceType, ask: Ask) -> int:
         slots = row.gpus * ask.shares_per_gpu
     else:
         slots = row.gpus // ask.gpus
-    cpu, memory = allocatable(row.vcpus, row.memory_gib)
+    cpu, memory = allocatable(row.vcpus, row.memory_gib, cloud.kubelet_reservation, row.name)
     if ask.cpu:
         slots = min(slots, int((cpu + 1e-9) // ask.cpu))
     if ask.memory_gib:
@@ -123,7 +123,7 @@ def choose_instance(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, rep
     per replica, then to the node with fewer GPUs (a smaller failure domain), then to the name. Spot
     asks fall back to on-demand when the cloud cannot run any fitting type as spot.
     """
-    fitting = [(row, slots) for row in rows if row.gpu == gpu.name and (slots := slots_per_node(row, ask)) > 0]
+    fitting = [(row, slots) for row in rows if row.gpu == gpu.name and (slots := slots_per_node(row, ask, cloud)) > 0]
     if not fitting:
         return None
     reason = None

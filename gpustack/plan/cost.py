@@ -53,8 +53,8 @@ def baseline_gpus(workload: Workload) -> int:
     return workload.replicas.max * whole_gpus(workload)
 
 
-def _replicas_per_node(row: InstanceType, workload: Workload) -> int:
-    cpu, memory = allocatable(row.vcpus, row.memory_gib)
+def _replicas_per_node(row: InstanceType, workload: Workload, cloud: Cloud) -> int:
+    cpu, memory = allocatable(row.vcpus, row.memory_gib, cloud.kubelet_reservation, row.name)
     slots = row.gpus // whole_gpus(workload)
     if workload.cpu:
         slots = min(slots, int((cpu + 1e-9) // workload.cpu))
@@ -64,7 +64,7 @@ def _replicas_per_node(row: InstanceType, workload: Workload) -> int:
 
 
 def replica_rate(workload: Workload, rows: tuple[InstanceType, ...], prices: PriceBook, cloud: Cloud) -> ReplicaRate:
-    fitting = [(r, k) for r in rows if r.gpu == workload.gpu and (k := _replicas_per_node(r, workload)) > 0]
+    fitting = [(r, k) for r in rows if r.gpu == workload.gpu and (k := _replicas_per_node(r, workload, cloud)) > 0]
     if not fitting:  # no type holds it whole (the planner reports that): price the GPUs alone
         fitting = [(r, max(1, r.gpus // whole_gpus(workload))) for r in rows if r.gpu == workload.gpu]
 

@@ -111,7 +111,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     gpu = catalog.gpu(key.gpu)
     assert gpu is not None
     ask = demands[0].ask
-    node = _node_shape(row, ask)
+    node = _node_shape(row, ask, cloud)
     reserved = key.capacity == "reserved"
     price = prices.for_capacity(row, key.capacity)
     if share is None:
@@ -260,8 +260,8 @@ def _all_replicas(demand: Demand) -> int:
     return demand.part.replicas
 
 
-def _node_shape(row: InstanceType, ask: Ask) -> NodeShape:
-    cpu, memory = allocatable(row.vcpus, row.memory_gib)
+def _node_shape(row: InstanceType, ask: Ask, cloud: Cloud) -> NodeShape:
+    cpu, memory = allocatable(row.vcpus, row.memory_gib, cloud.kubelet_reservation, row.name)
     return NodeShape(row.gpus, cpu, memory, ask.shares_per_gpu)
 
 
@@ -286,7 +286,7 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     demands = floor + burst
     row, gpu = demands[0].row, catalog.gpu(floor_key.gpu)
     assert gpu is not None
-    node = _node_shape(row, demands[0].ask)
+    node = _node_shape(row, demands[0].ask, cloud)
     peak = _pack(demands, node, gpu.mig, _all_replicas)
     floor_nodes = _floor_nodes(floor, node, gpu.mig, peak, peak.nodes)
     burst_nodes = peak.nodes - floor_nodes

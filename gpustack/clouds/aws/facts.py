@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, NameRule, Setting
+from gpustack.clouds.kubelet import CPU_TIERS, KubeletReservation
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -95,11 +96,37 @@ def pool_enums(pool: "Pool") -> list[EnumValue]:
     return values
 
 
+# kube-reserved on the EKS-optimized AMIs (AL2023 nodeadm, nodeadm/internal/kubelet/config.go, and the
+# AL2 bootstrap.sh before it): CPU by the same tiers as GKE's, memory by pod density, 11 MiB x maxPods +
+# 255 MiB, whatever the node's RAM; eviction-hard memory.available 100Mi. maxPods is the ENI formula
+# ENIs x (IPv4 per ENI - 1) + 2, listed per type in the AMI's eni-max-pods.txt:
+# https://github.com/awslabs/amazon-eks-ami/blob/0254c5b490f819627461d1b24f87e440cbdb251f/templates/shared/runtime/eni-max-pods.txt
+# A type the table here lacks (a user catalog's) is sized with 737, the most any GPU type lists, which
+# reserves more than EKS does.
+_ENI_MAX_PODS = (
+    ("g4dn.xlarge", 29), ("g4dn.2xlarge", 29), ("g4dn.4xlarge", 29), ("g4dn.8xlarge", 58), ("g4dn.12xlarge", 234),
+    ("g4dn.16xlarge", 58), ("g4dn.metal", 737),
+    ("g5.xlarge", 58), ("g5.2xlarge", 58), ("g5.4xlarge", 234), ("g5.8xlarge", 234), ("g5.12xlarge", 737),
+    ("g5.16xlarge", 234), ("g5.24xlarge", 737), ("g5.48xlarge", 345),
+    ("g6.xlarge", 58), ("g6.2xlarge", 58), ("g6.4xlarge", 234), ("g6.8xlarge", 234), ("g6.12xlarge", 234),
+    ("g6.16xlarge", 737), ("g6.24xlarge", 737), ("g6.48xlarge", 737),
+    ("g6e.xlarge", 58), ("g6e.2xlarge", 58), ("g6e.4xlarge", 234), ("g6e.8xlarge", 234), ("g6e.12xlarge", 292),
+    ("g6e.16xlarge", 737), ("g6e.24xlarge", 492), ("g6e.48xlarge", 492),
+    ("p3.2xlarge", 58), ("p3.8xlarge", 234), ("p3.16xlarge", 234), ("p3dn.24xlarge", 737),
+    ("p4d.24xlarge", 737), ("p4de.24xlarge", 737), ("p5.4xlarge", 118), ("p5.48xlarge", 100), ("p5e.48xlarge", 100),
+    ("p5en.48xlarge", 198), ("p6-b200.48xlarge", 198), ("p6-b300.48xlarge", 198),
+)
+KUBELET_RESERVATION = KubeletReservation(
+    CPU_TIERS, memory_mib_per_pod=11, memory_mib_base=255, max_pods=_ENI_MAX_PODS, default_max_pods=737,
+    source="https://github.com/awslabs/amazon-eks-ami/blob/main/nodeadm/internal/kubelet/config.go")
+
+
 @CLOUDS.register
 class EKS(Cloud):
     name = "aws"
     aliases = ("eks",)
     display_name = "EKS"
+    kubelet_reservation = KUBELET_RESERVATION
     example = ExampleTarget(
         region="us-east-1", cluster="ml-prod",
         settings={"subnet_ids": ("subnet-0123456789abcdef0", "subnet-0fedcba9876543210")},
