@@ -262,3 +262,16 @@ def test_a3_prices_include_the_local_ssd_the_machine_comes_with():
     row = load_catalog().instance("gcp", "us-central1", "a3-highgpu-8g")
     # host + 8 H100 = $87.83247 an hour, plus 6,000 GB of Local SSD at $0.080 per GB-month.
     assert row.on_demand == round(87.83247 + 6000 * 0.080 / 730, 5) == 88.49
+
+
+def test_mig_memory_is_what_the_driver_reports_so_10gi_does_not_fit_a_1g_10gb():
+    from gpustack.catalog.mig import MIG_MODELS
+
+    a100 = MIG_MODELS["A100-80GB"]
+    # GPU Feature Discovery reports 9,984 MiB (9.75 GiB) for 1g.10gb, 20,096 MiB for the 2-slice profiles.
+    assert a100.profile("1g.10gb").usable_memory_gib == 9.75
+    assert a100.smallest_holding(memory_gib=9.75).name == "1g.10gb"
+    assert a100.smallest_holding(memory_gib=10).name == "1g.20gb"
+    serve = {"name": "embed", "kind": "inference", "gpu": "A100-80GB", "gpu_memory": "10Gi", "replicas": 2}
+    [pool] = plan_of([serve]).targets[0].pools
+    assert {p for group in pool.sharing.mig for p, _ in group.layout} == {"1g.20gb"}

@@ -46,7 +46,7 @@ def test_wide_has_every_column_on_one_row_per_pool(capsys, plan):
     out = plan_output(capsys, "--wide", "--target", "aws-prod")
     [pool] = [p for p in plan.target("aws-prod").pools if p.role == "floor"]
     [row] = [line for line in out.splitlines() if line.startswith(f"  {pool.name}  ")]
-    assert "mig 2x[2x3g.40gb] 1x[2x1g.10gb+2x2g.20gb] 1x[4x1g.10gb+1x3g.40gb]" in row and "always" in row
+    assert "mig 2x[2x3g.40gb] 1x[2x1g.20gb+2x2g.20gb] 1x[4x1g.20gb] 1x[1x3g.40gb]" in row and "always" in row
     assert "RUNS" in out and "NAME ON EKS" in out
 
 

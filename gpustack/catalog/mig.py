@@ -72,11 +72,40 @@ _SHAPES_4 = (
 )
 
 
+# Memory of a MIG device as the driver reports it, in MiB, by the number of memory slices it takes (a
+# profile's memory depends on its memory slices only: 1g.20gb and 2g.20gb report the same). Requests
+# (`gpu_memory`) are measured against these, as time-slicing measures them against the GPU's reported
+# memory. From GPU Feature Discovery's nvidia.com/mig-<profile>.memory labels in NVIDIA's own docs:
+# - H100 80GB HBM3: 1g.10gb 9984, 2g.20gb 20096, 3g.40gb 40320 (_GPU_OPERATOR_LABELS);
+# - A100-SXM4-40GB: 1g.5gb 4864, 2g.10gb 9984, 3g.20gb 20096 (_K8S_LABELS);
+# - A100 80GB: the H100 80GB figures (the same 8 slices of 10 GB; 9984 MiB = 9.75 GiB, what
+#   `nvidia-smi mig -lgip` shows for 1g.10gb on an A100-SXM4-80GB; older drivers show 9.50).
+# The whole-GPU profile (8 slices) is not in those docs: 78.50 GiB (80384 MiB) for 7g.80gb and 39.25 GiB
+# (40192 MiB) for 7g.40gb are `nvidia-smi mig -lgip` readings. Other models keep the nominal share.
+_GPU_OPERATOR_LABELS = ("https://github.com/NVIDIA/cloud-native-docs/blob/52dcb7b8d956784344e241df476de17094a4574c/"
+                        "gpu-operator/manifests/output/mig-mixed-node-labels.json")
+_K8S_LABELS = ("https://github.com/NVIDIA/cloud-native-docs/blob/52dcb7b8d956784344e241df476de17094a4574c/"
+               "kubernetes/index.rst")
+_REPORTED_MIB_80GB = {1: 9984, 2: 20096, 4: 40320, 8: 80384}
+REPORTED_MIB_BY_SLICES: dict[str, tuple[dict[int, int], str]] = {
+    "A100-40GB": ({1: 4864, 2: 9984, 4: 20096, 8: 40192}, _K8S_LABELS),
+    "A100-80GB": (_REPORTED_MIB_80GB, _GPU_OPERATOR_LABELS),
+    "H100-80GB": (_REPORTED_MIB_80GB, _GPU_OPERATOR_LABELS),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Profile:
     name: str  # NVIDIA name, e.g. "3g.40gb"
     shape: ProfileShape
     memory_gib: float  # share of the GPU's nominal memory: memory slices / total slices
+    reported_memory_gib: float | None = None  # what the driver reports, where a source gives it
+    memory_source: str = "nominal share (no driver figure found)"
+
+    @property
+    def usable_memory_gib(self) -> float:
+        """What a pod on this MIG device can allocate: the driver's figure, else the nominal share."""
+        return self.reported_memory_gib if self.reported_memory_gib is not None else self.memory_gib
 
     @property
     def compute(self) -> int:
@@ -115,7 +144,7 @@ class MigModel:
         fits = [p for p in self.profiles
                 if not p.shape.media
                 and (allowed_set is None or p.name in allowed_set)
-                and p.memory_gib + 1e-9 >= memory_gib
+                and p.usable_memory_gib + 1e-9 >= memory_gib
                 and p.compute / self.compute_slices + 1e-9 >= compute_fraction]
         return min(fits, key=lambda p: (p.compute, p.memory, p.name), default=None)
 
@@ -256,8 +285,10 @@ def _model(name: str, memory_gib: float, generic_names: Mapping[str, str], sourc
     total_memory = max(s.memory for s in shapes)
     total_compute = max(s.compute for s in shapes)
     by_key = {s.key: s for s in shapes}
+    reported, cited = REPORTED_MIB_BY_SLICES.get(name, ({}, ""))
     profiles = tuple(
-        Profile(nvidia_name, by_key[key], round(memory_gib * by_key[key].memory / total_memory, 2))
+        Profile(nvidia_name, by_key[key], round(memory_gib * by_key[key].memory / total_memory, 2),
+                *((reported[by_key[key].memory] / 1024, cited) if by_key[key].memory in reported else ()))
         for key, nvidia_name in generic_names.items()
     )
     profiles = tuple(sorted(profiles, key=lambda p: (p.compute, p.memory, p.shape.media)))

@@ -408,8 +408,9 @@ class _SpecReader(Reader):
         return profile
 
     def gpu_memory_fits(self, path: Path, gpu: Any, memory_gib: float) -> None:
-        # MIG profiles are sized on the nominal memory; a shared whole GPU gives what the driver reports.
-        holds = gpu.memory_gib if gpu.mig else gpu.usable_memory_gib
+        # What the driver reports: of the largest MIG device, or of the whole GPU shared by time.
+        holds = max([gpu.usable_memory_gib] + [p.usable_memory_gib for p in gpu.mig.profiles] if gpu.mig else
+                    [gpu.usable_memory_gib])
         if memory_gib > holds + 1e-9:
             self.problem(path, f"{memory_gib:g}Gi is more than a whole {gpu.name} holds ({holds:.4g}Gi); use "
                                "a larger GPU model or gpus: N")
