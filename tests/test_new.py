@@ -69,28 +69,48 @@ def test_the_policy_pack_calls_the_gpustack_guardrails(project):
     assert "gpustack[policy] @ git+https://git.example.invalid/" in (policies / "requirements.txt").read_text()
 
 
-def test_the_workflow_comments_the_diff_and_previews_every_stack(project):
+def test_the_workflow_reports_every_stack_and_previews_behind_an_environment(project):
     workflow = workflow_of(project)
     on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
-    assert "pull_request" in on
-    assert workflow["permissions"]["pull-requests"] == "write"
-    job = workflow["jobs"]["preview"]
+    assert list(on) == ["pull_request"] and workflow["permissions"] == {}
     targets = [t.name for t in build_plan(load_spec(project / "stacks" / "gpustack.yaml")).targets]
-    assert job["strategy"]["matrix"]["stack"] == targets
-    steps = job["steps"]
-    runs = "\n".join(s.get("run", "") for s in steps)
-    assert 'gpustack diff "origin/$BASE_REF:$SPEC" "$SPEC" --target "$STACK"' in runs
-    [comment] = [s for s in steps if s.get("uses", "").startswith("actions/github-script@")]
-    assert "gpustack-diff:${process.env.STACK}" in comment["with"]["script"]
-    assert "updateComment" in comment["with"]["script"] and "createComment" in comment["with"]["script"]
-    [preview] = [s for s in steps if s.get("uses", "").startswith("pulumi/actions@")]
-    assert preview["with"] == {"command": "preview", "stack-name": "${{ matrix.stack }}", "work-dir": ".",
-                               "comment-on-pr": True, "policyPacks": "policies",
-                               "policyPackConfigs": "policy-config.json"}
-    # The Pulumi token reaches only the preview, not the steps that run the pull request's code.
-    assert preview["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
-    assert "PULUMI_ACCESS_TOKEN" not in job["env"] and workflow["permissions"]["id-token"] == "write"
+    report, preview = workflow["jobs"]["report"], workflow["jobs"]["preview"]
+    assert report["strategy"]["matrix"]["stack"] == targets
+    assert report["permissions"] == {"contents": "read"}
+    runs = "\n".join(s.get("run", "") for s in report["steps"])
+    assert 'gpustack diff "$BASE_SHA:$SPEC" "$SPEC" --target "$STACK" --max-chars 60000' in runs
     assert 'gpustack check "$SPEC" --target "$STACK" --config policy-config.json' in runs
+    assert "secrets." not in yaml.safe_dump(report)  # the job that runs the pull request's code has none
+    assert [s["with"]["name"] for s in report["steps"] if "upload-artifact" in s.get("uses", "")] == \
+        ["gpustack-report-${{ matrix.stack }}"]
+    assert [i["stack"] for i in preview["strategy"]["matrix"]["include"]] == targets
+    assert preview["environment"] == _project.PREVIEW_ENVIRONMENT and preview["needs"] == "report"
+    assert preview["permissions"] == {"contents": "read", "id-token": "write"}
+    [pulumi] = [s for s in preview["steps"] if s.get("uses", "").startswith("pulumi/actions@")]
+    assert pulumi["with"] == {"command": "preview", "stack-name": "${{ matrix.stack }}", "work-dir": ".",
+                              "comment-on-pr": False, "comment-on-summary": True,
+                              "policyPacks": ".gpustack-base/policies",
+                              "policyPackConfigs": ".gpustack-base/policy-config.json"}
+    [base] = [s for s in preview["steps"] if s.get("with", {}).get("path") == ".gpustack-base"]
+    assert base["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"  # the guardrails of the base branch
+    for job in (report, preview):
+        for step in job["steps"]:
+            if "actions/checkout@" in step.get("uses", ""):
+                assert step["with"]["persist-credentials"] is False
+
+
+def test_the_comment_workflow_posts_the_report_as_data(project):
+    workflow = yaml.safe_load((project / ".github/workflows/gpustack-comment.yml").read_text())
+    on = workflow.get("on", workflow.get(True))
+    assert on == {"workflow_run": {"workflows": [_project.REPORT_WORKFLOW], "types": ["completed"]}}
+    assert workflow_of(project)["name"] == _project.REPORT_WORKFLOW
+    [job] = workflow["jobs"].values()
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    uses = [s["uses"].split("@")[0] for s in job["steps"]]
+    assert uses == ["actions/download-artifact", "actions/github-script"]  # no checkout: nothing of the PR runs
+    script = job["steps"][1]["with"]["script"]
+    assert "const LIMIT = 65536;" in script and "updateComment" in script and "createComment" in script
+    assert "${{" not in script  # event data reaches the script through env, never spliced into code
 
 
 def test_every_text_file_says_it_was_generated(project):
@@ -112,7 +132,8 @@ def test_one_cloud(tmp_path):
     plan = build_plan(load_spec(directory / "stacks" / "gpustack.yaml"))
     assert (plan.name, [t.name for t in plan.targets]) == ("vision", ["gcp-prod"])
     assert "gpustack[gcp] @ " in (directory / "requirements.txt").read_text()
-    assert workflow_of(directory)["jobs"]["preview"]["strategy"]["matrix"]["stack"] == ["gcp-prod"]
+    assert workflow_of(directory)["jobs"]["report"]["strategy"]["matrix"]["stack"] == ["gcp-prod"]
+    assert "aws-actions/" not in (directory / WORKFLOW).read_text()  # only the chosen cloud's login
     assert sorted(p.name for p in (directory / "stacks").iterdir()) == ["Pulumi.gcp-prod.yaml", "gpustack.yaml"]
 
 
@@ -224,7 +245,13 @@ def test_backstage_template_runs_pulumi_new():
     template = yaml.safe_load((ROOT / "templates" / "backstage" / "template.yaml").read_text())
     assert template["kind"] == "Template" and template["apiVersion"].startswith("scaffolder.backstage.io/")
     [new] = [s for s in template["spec"]["steps"] if s["action"] == "pulumi:new"]
-    assert set(new["input"]) >= {"name", "organization", "stack", "template", "config"}
+    assert set(new["input"]) >= {"name", "organization", "stack", "template"}
+    # No free-text template source: `pulumi new` would run a template of the user's choosing on the
+    # server; and nothing is installed there.
+    assert "template" not in template["spec"]["parameters"][0]["properties"]
+    assert "${{" not in new["input"]["template"] and new["input"]["args"] == ["--generate-only"]
+    for prop in template["spec"]["parameters"][0]["properties"].values():
+        assert prop.get("pattern") or prop.get("enum"), prop
     stacks = template["spec"]["parameters"][0]["properties"]["stack"]["enum"]
     assert stacks == [f"{c}-prod" for c in CLOUDS.names()]
 

@@ -34,6 +34,7 @@ FILES = {
     "policies/requirements.txt": "policies/requirements.txt.j2",
     "policies/__main__.py": "policies/__main__.py.j2",
     ".github/workflows/gpustack-preview.yml": "github/workflows/gpustack-preview.yml.j2",
+    ".github/workflows/gpustack-comment.yml": "github/workflows/gpustack-comment.yml.j2",
     "policy-config.json": "policy-config.json.j2",
 }
 STACK_TEMPLATE = "stacks/Pulumi.stack.yaml.j2"
@@ -41,12 +42,26 @@ STACK_TEMPLATE = "stacks/Pulumi.stack.yaml.j2"
 # by its bare name: without --package it gets this address, which fails loudly at `pip install` until
 # the team puts where it gets gpustack (a git URL or a wheel).
 PLACEHOLDER_PACKAGE = f"gpustack @ git+https://git.example.invalid/set-me-with-gpustack-new-package@v{__version__}"
+# The GitHub Environment that gates `pulumi preview` (required reviewers, OIDC subject) and the name of
+# the report workflow, which the comment workflow's `workflow_run` trigger names.
+PREVIEW_ENVIRONMENT = "gpustack-preview"
+REPORT_WORKFLOW = "gpustack report"
+# GitHub refuses a comment body over 65,536 characters
+# (https://github.com/orgs/community/discussions/41331); the report leaves room for the marker.
+COMMENT_LIMIT = 65_536
+REPORT_CHARS = 60_000
 _DNS_LABEL = re.compile(r"[a-z]([-a-z0-9]{0,18}[a-z0-9])?")
 
 
 def example_targets() -> dict[str, ExampleTarget]:
     """The example target of each cloud (`Cloud.example`, in its bundle)."""
     return {cloud.name: cloud.example for cloud in CLOUDS}
+
+
+def pinned_actions() -> dict[str, str]:
+    """Action key -> `owner/repo@<commit> # <version>` (templates/project/github/actions.yaml)."""
+    text = template_root().joinpath("project", "github", "actions.yaml").read_text(encoding="utf-8")
+    return {key: f"{a['repo']}@{a['commit']}  # {a['version']}" for key, a in yaml.safe_load(text).items()}
 
 
 def project_name(directory: Path, name: str | None) -> str:
@@ -87,6 +102,13 @@ def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = Fal
         "policy_requirement": with_extras(package or PLACEHOLDER_PACKAGE, "policy"),
         "package_given": bool(package),
         "spec": SPEC,
+        "actions": pinned_actions(),
+        "environment": PREVIEW_ENVIRONMENT,
+        "report_workflow": REPORT_WORKFLOW,
+        "comment_chars": REPORT_CHARS,
+        "comment_limit": COMMENT_LIMIT,
+        "stacks_js": ", ".join(f'"{t["name"]}"' for t in targets),
+        "clouds_used": chosen,
     }
     files = {path: render(f"project/{template}", **context) for path, template in FILES.items()}
     for t in targets:

@@ -148,6 +148,31 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "–"
 
 
+CUT_NOTE = ("_The report is cut here to fit a pull-request comment ({shown:,} of {total:,} characters): "
+            "the full report is the `gpustack-report` artifact of the workflow run._")
+
+
+def fit(text: str, max_chars: int | None) -> str:
+    """`text` cut at a line boundary to at most `max_chars` characters, open blocks closed, with a note
+    saying where the rest is (GitHub refuses comments over 65,536 characters)."""
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    note = CUT_NOTE.format(shown=max_chars, total=len(text))
+    closers = "\n```\n\n</details>\n"  # the longest tail a cut may need
+    room = max_chars - len(note) - len(closers) - 2
+    if room <= 0:
+        raise ValueError(f"--max-chars {max_chars} leaves no room for the report; give at least "
+                         f"{len(note) + len(closers) + 100}")
+    kept = text[:room]
+    kept = kept[: kept.rfind("\n") + 1] if "\n" in kept else ""
+    tail = ""
+    if sum(line.startswith("```") for line in kept.splitlines()) % 2:
+        tail += "```\n"
+    if kept.count("<details>") > kept.count("</details>"):
+        tail += "\n</details>\n"
+    return kept + tail + "\n" + note + "\n"
+
+
 def inline(text: str) -> str:
     """Text safe inside a Markdown table cell or list item."""
     return " ".join(text.split()).replace("|", "\\|")
