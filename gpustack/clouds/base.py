@@ -116,6 +116,22 @@ class ExampleTarget:
     provider_config: Mapping[str, str]
 
 
+@dataclasses.dataclass(frozen=True)
+class PreviewLogin:
+    """How the generated `pulumi preview` job logs in to this cloud with a read-only identity: an action
+    of templates/project/github/actions.yaml with its inputs (OIDC, bound to the preview environment),
+    or, with no such action, environment variables of the preview step. Values name the environment's
+    secrets; `secrets` lists them for the README."""
+
+    title: str
+    secrets: tuple[str, ...]
+    action: str | None = None
+    inputs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    note: str = ""
+    source: str = ""
+
+
 # The modules of a cloud's bundle (see the module docstring); `facts` registers the cloud.
 BUNDLE_PARTS = ("facts", "backend", "readers", "mocks")
 
@@ -134,6 +150,7 @@ class Cloud:
     aliases: ClassVar[tuple[str, ...]] = ()
     display_name: ClassVar[str]  # e.g. "EKS"
     example: ClassVar[ExampleTarget]
+    preview_login: ClassVar[PreviewLogin | None] = None
     settings: ClassVar[tuple[Setting, ...]] = ()
     cluster_rule: ClassVar[tuple[str, str]] = (r".+", "a cluster name")  # (regex, in words)
     pool_names: ClassVar[NameRule]

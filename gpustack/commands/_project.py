@@ -14,11 +14,13 @@ import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+import yaml
+
 from gpustack import __version__
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.base import ExampleTarget
 from gpustack.errors import UsageError
-from gpustack.output.jinja import GENERATED_BY, render
+from gpustack.output.jinja import GENERATED_BY, render, template_root
 
 SPEC = "stacks/gpustack.yaml"
 # Output path -> template under templates/project/ (GitHub's folder is `.github`, a name Python
@@ -64,6 +66,21 @@ def pinned_actions() -> dict[str, str]:
     return {key: f"{a['repo']}@{a['commit']}  # {a['version']}" for key, a in yaml.safe_load(text).items()}
 
 
+def preview_logins(clouds: Iterable[str]) -> list[dict[str, object]]:
+    """Each cloud's read-only login of the preview job, as the workflow template lays it out."""
+    actions = pinned_actions()
+    out = []
+    for name in clouds:
+        login = CLOUDS.get(name).preview_login
+        if login is None:
+            continue
+        when = f"matrix.cloud == '{name}'"
+        out.append({"cloud": name, "title": login.title, "uses": actions[login.action] if login.action else None,
+                    "inputs": list(login.inputs.items()), "note": login.note, "secrets": login.secrets,
+                    "env": [(key, "${{ " + f"{when} && {value} || ''" + " }}") for key, value in login.env.items()]})
+    return out
+
+
 def project_name(directory: Path, name: str | None) -> str:
     if name is None:
         name = re.sub(r"[^a-z0-9]+", "-", directory.resolve().name.lower()).strip("-")[:20].strip("-") or "gpu-platform"
@@ -86,6 +103,7 @@ def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = Fal
     chosen = [c for c in CLOUDS.names() if c in set(clouds)]
     targets = [_target(cloud, examples[cloud]) for cloud in chosen]
     header = f"{GENERATED_BY} {__version__}"
+    logins = preview_logins(chosen)
     context = {
         "header": header,
         "name": name,
@@ -108,7 +126,8 @@ def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = Fal
         "comment_chars": REPORT_CHARS,
         "comment_limit": COMMENT_LIMIT,
         "stacks_js": ", ".join(f'"{t["name"]}"' for t in targets),
-        "clouds_used": chosen,
+        "logins": logins,
+        "login_env": [(key, value) for login in logins for key, value in login["env"]],
     }
     files = {path: render(f"project/{template}", **context) for path, template in FILES.items()}
     for t in targets:

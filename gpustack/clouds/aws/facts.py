@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, NameRule, Setting
+from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, NameRule, PreviewLogin, Setting
 from gpustack.clouds.kubelet import CPU_TIERS, KubeletReservation
 
 if TYPE_CHECKING:
@@ -127,6 +127,13 @@ class EKS(Cloud):
     aliases = ("eks",)
     display_name = "EKS"
     kubelet_reservation = KUBELET_RESERVATION
+    # The generated preview job assumes a read-only IAM role by OIDC (its trust policy names the
+    # repository's preview environment as the token's subject).
+    preview_login = PreviewLogin(
+        title="AWS read-only role (OIDC)", action="aws-credentials",
+        inputs={"role-to-assume": "${{ secrets.GPUSTACK_AWS_PREVIEW_ROLE_ARN }}", "aws-region": "${{ matrix.region }}"},
+        secrets=("GPUSTACK_AWS_PREVIEW_ROLE_ARN",),
+        source="https://docs.github.com/en/actions/how-tos/secure-your-work/security-harden-deployments/oidc-in-aws")
     example = ExampleTarget(
         region="us-east-1", cluster="ml-prod",
         settings={"subnet_ids": ("subnet-0123456789abcdef0", "subnet-0fedcba9876543210")},

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, Setting
+from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -91,6 +91,15 @@ class AKS(Cloud):
     name = "azure"
     aliases = ("aks",)
     display_name = "AKS"
+    # The generated preview job logs in as a Reader identity by OIDC (a federated credential whose
+    # subject is the repository's preview environment).
+    preview_login = PreviewLogin(
+        title="Azure reader identity (OIDC)", action="azure-login",
+        inputs={"client-id": "${{ secrets.GPUSTACK_AZURE_PREVIEW_CLIENT_ID }}",
+                "tenant-id": "${{ secrets.GPUSTACK_AZURE_TENANT_ID }}",
+                "subscription-id": "${{ secrets.GPUSTACK_AZURE_SUBSCRIPTION_ID }}"},
+        secrets=("GPUSTACK_AZURE_PREVIEW_CLIENT_ID", "GPUSTACK_AZURE_TENANT_ID", "GPUSTACK_AZURE_SUBSCRIPTION_ID"),
+        source="https://docs.github.com/en/actions/how-tos/secure-your-work/security-harden-deployments/oidc-in-azure")
     example = ExampleTarget(
         region="eastus", cluster="ml-prod-aks", settings={"resource_group": "rg-ml-prod"},
         provider_config={"azure-native:location": "eastus"})

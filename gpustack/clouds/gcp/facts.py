@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import COMPUTE_CLASS, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, Setting
+from gpustack.clouds.base import COMPUTE_CLASS, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -174,6 +174,14 @@ class GKE(Cloud):
     name = "gcp"
     aliases = ("gke", "google")
     display_name = "GKE"
+    # The generated preview job impersonates a viewer service account through workload identity
+    # federation (the provider's attribute condition names the repository's preview environment).
+    preview_login = PreviewLogin(
+        title="Google Cloud viewer service account (OIDC)", action="gcp-auth",
+        inputs={"workload_identity_provider": "${{ secrets.GPUSTACK_GCP_WORKLOAD_IDENTITY_PROVIDER }}",
+                "service_account": "${{ secrets.GPUSTACK_GCP_PREVIEW_SERVICE_ACCOUNT }}"},
+        secrets=("GPUSTACK_GCP_WORKLOAD_IDENTITY_PROVIDER", "GPUSTACK_GCP_PREVIEW_SERVICE_ACCOUNT"),
+        source="https://github.com/google-github-actions/auth#preferred-direct-workload-identity-federation")
     example = ExampleTarget(
         region="us-central1", cluster="ml-prod",
         settings={"project": "my-gcp-project", "node_locations": ("us-central1-a",)},

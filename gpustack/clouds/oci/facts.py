@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, Setting
+from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -52,6 +52,16 @@ class OKE(Cloud):
     name = "oci"
     aliases = ("oke", "oracle")
     display_name = "OKE"
+    # OCI has no OIDC login action for GitHub: the preview gets a read-only API key (a user in a group
+    # whose policy only reads) through the provider's environment variables, as secrets of the
+    # preview environment (https://www.pulumi.com/registry/packages/oci/installation-configuration/).
+    preview_login = PreviewLogin(
+        title="OCI read-only API key",
+        env={"OCI_TENANCY_OCID": "secrets.OCI_TENANCY_OCID", "OCI_USER_OCID": "secrets.OCI_USER_OCID",
+             "OCI_FINGERPRINT": "secrets.OCI_FINGERPRINT", "OCI_PRIVATE_KEY": "secrets.OCI_PRIVATE_KEY"},
+        secrets=("OCI_TENANCY_OCID", "OCI_USER_OCID", "OCI_FINGERPRINT", "OCI_PRIVATE_KEY"),
+        note="an API key of a user whose group may only read (`allow group ... to read all-resources in tenancy`)",
+        source="https://www.pulumi.com/registry/packages/oci/installation-configuration/")
     example = ExampleTarget(
         region="us-ashburn-1", cluster="ocid1.cluster.oc1.iad.aaaaaaaaexamplecluster",
         settings={"compartment_id": "ocid1.compartment.oc1..aaaaaaaaexamplecompartment",
