@@ -236,19 +236,19 @@ def test_the_steps_always_add_up_to_baseline_minus_planned_to_the_cent(workloads
         c.baseline_monthly_usd * 100) - round(c.planned_monthly_usd * 100)
     assert c.range.low <= c.planned_monthly_usd <= c.range.high
     if "commitment_discount" not in pricing:
-        assert dict((s.step, s.monthly_usd) for s in c.breakdown)["commitments"] == 0
+        assert {s.step: s.monthly_usd for s in c.breakdown}["commitments"] == 0
 
 
 # -- what a node offers, and what a machine's price includes ------------------------------------
 
 def test_eks_nodes_keep_what_the_eks_ami_reserves_not_the_tiered_formula():
+    from gpustack.clouds.aws.facts import KUBELET_RESERVATION
     from gpustack.clouds.kubelet import TIERED
     from gpustack.plan.nodes import allocatable
 
     # g4dn.xlarge (4 vCPU, 16 GiB, 29 pods by its ENIs): 11 MiB x 29 + 255 MiB = 574 MiB kube-reserved,
     # 100 MiB eviction, 1 GiB for the GPU daemons: 16 - 0.5605 - 0.0977 - 1 = 14.34 GiB for pods, where the
     # tiered formula (25% of 4 GiB, 20% of 4, 10% of 8) keeps 2.6 GiB and leaves 12.30.
-    from gpustack.clouds.aws.facts import KUBELET_RESERVATION
     assert round(allocatable(4, 16, KUBELET_RESERVATION, "g4dn.xlarge")[1], 2) == 14.34
     assert round(allocatable(4, 16, TIERED)[1], 2) == 12.30
     serve = {**SERVE, "memory": "14Gi"}
