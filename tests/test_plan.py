@@ -316,3 +316,33 @@ def test_a_pinned_instance_type_holds_whatever_the_replica_count():
 def test_a_pin_for_another_cloud_changes_nothing_here():
     train = {**TRAINING, "instance_types": {"azure": "Standard_ND96isr_H100_v5"}}
     assert plan_of([train]).targets[0].pools[0].instance_type == "p5.48xlarge"
+
+
+def _consistent(pool) -> bool:
+    g = pool.gpus
+    return (g.requested_lower_bound <= g.lower_bound <= g.required <= g.provisioned
+            and g.nodes_lower_bound <= pool.max_nodes and all(v <= g.required for _, v in g.bounds))
+
+
+@pytest.mark.parametrize("clouds", [("aws",), ("azure",), ("gcp",)])
+def test_a_floor_and_its_burst_each_report_their_own_bounds_not_the_joint_ones(clouds):
+    """A burst pool of at most 1 node cannot need 3 nodes, and a target's bound without rounding never
+    exceeds what it provisions: the joint packing's figures are split between the two pools."""
+    from conftest import spec_text
+    from gpustack.spec import load_text
+
+    workloads = [{"name": "chat", "kind": "inference", "gpu": "A100-80GB", "gpu_fraction": 0.1,
+                  "replicas": {"min": 4, "max": 10}},
+                 {"name": "embed", "kind": "inference", "gpu": "A100-80GB", "gpu_fraction": 0.3,
+                  "replicas": {"min": 1, "max": 4}}]
+    for target in build_plan(load_text(spec_text(workloads, clouds), "s.yaml")).targets:
+        assert [p.name for p in target.pools if not _consistent(p)] == []
+        g = target.gpus
+        assert g.requested_lower_bound <= g.lower_bound <= g.required <= g.provisioned
+
+
+def test_the_example_pools_and_targets_have_consistent_gpu_figures():
+    for target in build_plan(load_spec(EXAMPLE)).targets:
+        assert [p.name for p in target.pools if not _consistent(p)] == [], target.name
+        g = target.gpus
+        assert g.requested_lower_bound <= g.lower_bound <= g.required <= g.provisioned

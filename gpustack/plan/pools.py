@@ -103,6 +103,10 @@ class Share:
     replicas: Callable[[Demand], int]  # what this pool carries of each demand
     why: str | None = None  # the reason, when it is not the demands' own
     note: str | None = None
+    # This pool's part of the joint figures, so that a pool's numbers describe the pool (None: the joint).
+    requested_lower_bound: int | None = None
+    nodes_lower_bound: int | None = None
+    bounds: tuple[tuple[str, int], ...] | None = None
 
 
 def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud: Cloud, catalog: Catalog,
@@ -142,8 +146,14 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
             asked[d.ask.profile.name] += carries(d)  # type: ignore[union-attr]
         check_mig_layouts(gpu.mig, sharing, peak.nodes if share else nodes, row.gpus, asked)
     requested = sum(carries(d) * d.ask.requested_share for d in carried_demands)
-    gpus = PoolGpus(required, lower, nodes * row.gpus, requested, ceil_bound(requested),
-                    peak.nodes_lower_bound, peak.bounds, peak.method, peak.proved_optimal)
+    requested_lower = ceil_bound(requested)
+    nodes_lower, bounds = peak.nodes_lower_bound, peak.bounds
+    if share is not None:
+        requested_lower = requested_lower if share.requested_lower_bound is None else share.requested_lower_bound
+        nodes_lower = nodes_lower if share.nodes_lower_bound is None else share.nodes_lower_bound
+        bounds = bounds if share.bounds is None else share.bounds
+    gpus = PoolGpus(required, lower, nodes * row.gpus, requested, requested_lower,
+                    nodes_lower, bounds, peak.method, peak.proved_optimal)
     schedule = demands[0].workload.schedule
     window = ScheduleWindow(schedule.canonical_days, schedule.canonical_hours, schedule.timezone, schedule.weekdays,
                             schedule.start_minute, schedule.end_minute,
@@ -300,9 +310,13 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     # Bounds split so that they add up to the joint bound and never exceed what each pool uses.
     floor_lower = min(alone.lower_bound, floor_required)
     burst_required = max(0, peak.gpus_required - floor_required)
+    floor_requested = ceil_bound(sum(d.part.min_replicas * d.ask.requested_share for d in floor))
+    floor_bounds = tuple((name, min(value, floor_required)) for name, value in alone.bounds)
     floor_share = Share(peak, floor_nodes, floor_nodes, floor_required, floor_lower,
                         floor_nodes * HOURS_PER_MONTH,
-                        lambda d: d.part.min_replicas if id(d) in floors else 0)
+                        lambda d: d.part.min_replicas if id(d) in floors else 0,
+                        requested_lower_bound=min(floor_requested, floor_lower),
+                        nodes_lower_bound=min(alone.nodes_lower_bound, floor_nodes), bounds=floor_bounds)
     if burst_nodes == 0:
         # The reserved nodes hold the peak: they carry every replica, and no burst pool is needed.
         everything = Share(peak, floor_nodes, floor_nodes, peak.gpus_required, peak.lower_bound,
@@ -316,9 +330,16 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
         return d.part.replicas - d.part.min_replicas if id(d) in floors else d.part.replicas
 
     hours = max((_workload_hours(d.workload) for d in demands if bursting(d)), default=HOURS_PER_MONTH)
-    burst_share = Share(peak, burst_nodes, burst_min, burst_required,
-                        min(burst_required, max(0, peak.lower_bound - floor_lower)), burst_nodes * hours, bursting,
-                        why="the burst above the floor on on-demand, scaled in when idle")
+    # The burst's bounds are what the joint bounds leave beyond the floor's: floor + burst = joint.
+    burst_lower = min(burst_required, max(0, peak.lower_bound - floor_lower))
+    floor_by_name = dict(floor_bounds)
+    burst_share = Share(peak, burst_nodes, burst_min, burst_required, burst_lower, burst_nodes * hours, bursting,
+                        why="the burst above the floor on on-demand, scaled in when idle",
+                        requested_lower_bound=min(burst_lower, ceil_bound(sum(
+                            bursting(d) * d.ask.requested_share for d in demands))),
+                        nodes_lower_bound=min(burst_nodes, max(0, peak.nodes_lower_bound - floor_nodes)),
+                        bounds=tuple((name, min(burst_required, max(0, value - floor_by_name.get(name, 0))))
+                                     for name, value in peak.bounds))
     return [build_pool(floor_key, floor_name, demands, spec, cloud, catalog, prices, floor_share),
             build_pool(burst_key, burst_name, demands, spec, cloud, catalog, prices, burst_share)]
 
