@@ -169,3 +169,39 @@ def test_check_loads_no_pulumi_module():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+TWO_TEAMS = [{"name": "vision-serve", "kind": "inference", "gpu": "L4", "gpu_fraction": 0.5, "replicas": 2,
+              "labels": {"team": "vision"}},
+             {"name": "fraud-serve", "kind": "inference", "gpu": "L4", "gpu_fraction": 0.5, "replicas": 2,
+              "labels": {"team": "fraud"}}]
+
+
+def test_a_pool_shared_by_two_teams_says_so_and_offers_the_fixes(tmp_path, capsys):
+    """Both workloads have `team`: telling them to add it would be wrong; the pool is shared."""
+    spec = write(tmp_path, TWO_TEAMS, labels={"environment": "prod"})
+    code, out, _ = check(capsys, spec, "--format", "json")
+    [violation] = json.loads(out)["violations"]
+    assert code == 1 and violation["rule"] == "gpu-pool-attribution-labels"
+    assert "shared by workloads that differ in team (team: fraud-serve=fraud, vision-serve=vision)" in violation["message"]
+    assert "add team to" not in violation["fix"]
+    assert "`pools: {split_by: [team]}`" in violation["fix"] and "pods' team label" in violation["fix"]
+
+
+def test_split_by_team_gives_each_team_its_pools_and_passes(tmp_path, capsys):
+    spec = write(tmp_path, TWO_TEAMS, labels={"environment": "prod"}, pools={"split_by": ["team"]})
+    code, out, _ = check(capsys, spec)
+    assert (code, out) == (0, "aws-t: passes\n")
+    assert main(["plan", spec, "--format", "json"]) == 0
+    pools = json.loads(capsys.readouterr().out)["targets"][0]["pools"]
+    assert {p["name"]: (p["labels"]["team"], p["workloads"]) for p in pools} == {
+        "infer-l4-ts2-reserved-g6-xlarge-fraud": ("fraud", ["fraud-serve"]),
+        "infer-l4-ts2-reserved-g6-xlarge-vision": ("vision", ["vision-serve"])}
+
+
+def test_without_split_by_pool_names_are_unchanged(tmp_path, capsys):
+    spec = write(tmp_path, TWO_TEAMS, labels={"environment": "prod"})
+    assert main(["plan", spec, "--format", "json"]) == 0
+    [pool] = json.loads(capsys.readouterr().out)["targets"][0]["pools"]
+    assert pool["name"] == "infer-l4-ts2-reserved-g6-xlarge"
+    assert pool["labels_not_shared"] == {"team": {"fraud-serve": "fraud", "vision-serve": "vision"}}

@@ -321,3 +321,13 @@ def test_one_bad_field_is_one_problem_not_one_more_per_target_listing_the_worklo
     found = errors(yaml.safe_dump(doc, sort_keys=False))
     assert len(found) == 1 and message in found[0], found
     assert "is not a workload of this spec" not in found[0]
+
+
+@pytest.mark.parametrize("pools, message", [
+    ({"split_by": "team"}, "pools.split_by: expected a list of label keys"),
+    ({"split_by": ["team", "team"]}, "pools.split_by[1]: 'team' is listed twice"),
+    ({"split_by": ["Team!"]}, "pools.split_by[0]:"),
+    ({"spilt_by": ["team"]}, "did you mean 'split_by'?"),
+])
+def test_pools_split_by_is_checked(pools, message):
+    assert message in error(spec_text([TRAIN], pools=pools))

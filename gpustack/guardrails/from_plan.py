@@ -34,6 +34,12 @@ class SpecSpelling:
         return f"set `checkpointing: true` on {_workloads(view)}" if view.kind in _JOB_KINDS else None
 
     def labels(self, view: PoolView, keys: list[str]) -> str:
+        if any(key in view.label_conflicts for key in keys):
+            names = ", ".join(keys)
+            return (f"split the pool by {names} (`pools: {{split_by: [{names}]}}` in the spec gives each {names} its "
+                    f"own pools, named and labelled for it), or attribute its cost by the pods' {names} label "
+                    "(cost tools such as OpenCost split a shared node by the requests of the pods on it) and set "
+                    "this rule to advisory in the policy config")
         return (f"add {', '.join(keys)} to the spec's top-level `labels` (every pool gets them) or to the "
                 f"`labels` of {_workloads(view)}")
 
@@ -71,6 +77,7 @@ def pool_view(target: TargetPlan, pool: Pool, replacements: tuple[str, ...] = ()
         checkpointing=None if checkpointing is None else checkpointing == "true",
         scheduled=pool.schedule is not None, workloads=pool.workloads, cloud_name=pool.cloud_name,
         pool_label=pool.name, replacements=replacements,
+        label_conflicts={key: dict(values) for key, values in pool.label_conflicts},
     )
 
 

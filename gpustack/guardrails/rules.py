@@ -65,6 +65,14 @@ def attribution_labels(view: PoolView, options: Mapping[str, Any]) -> Iterable[F
     if not view.is_gpu or view.labels is None:
         return
     missing = [key for key in options["labels"] if not view.labels.get(key)]
+    shared = [key for key in missing if key in view.label_conflicts]
+    if shared:
+        values = "; ".join(f"{key}: " + ", ".join(f"{w}={v or '(none)'}" for w, v in sorted(view.label_conflicts[key].items()))
+                           for key in shared)
+        yield Finding(view.name, f"GPU pool shared by workloads that differ in {', '.join(shared)} ({values}): a "
+                                 "node label names one value, so node labels cannot attribute this pool's cost",
+                      view.spelling.labels(view, shared), view.urn)
+        missing = [key for key in missing if key not in shared]
     if missing:
         names = ", ".join(missing)
         yield Finding(view.name, f"GPU pool without the attribution label{'s' if len(missing) > 1 else ''} "

@@ -125,6 +125,9 @@ class Pool:
     # A fallback pool: the node-hours it would run if it carried all of its workloads' hours (spot short
     # all month); the range's high end. 0 for every other pool.
     standby_node_hours: float = 0.0
+    # Labels the pool's workloads give with different values (or some not at all), so no node label
+    # carries them: key -> ((workload, value or ""), ...).
+    label_conflicts: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 
     @property
     def attribution(self) -> dict[str, str]:
@@ -350,6 +353,8 @@ def _pool(p: Pool) -> dict[str, Any]:
         "namespaces": list(p.namespaces),
         "reason": p.reason,
         "notes": list(p.notes),
+        **({"labels_not_shared": {key: dict(values) for key, values in p.label_conflicts}}
+           if p.label_conflicts else {}),
     }
 
 

@@ -178,7 +178,8 @@ class _TargetPlanner:
             sharing = "whole"
         schedule = workload.schedule
         return PoolKey(workload.kind, gpu.name, sharing, part.capacity, part.role == "fallback", instance,
-                       (schedule.canonical_days, schedule.canonical_hours, schedule.timezone) if schedule else None)
+                       (schedule.canonical_days, schedule.canonical_hours, schedule.timezone) if schedule else None,
+                       tuple(self.spec.label_of(workload, key) for key in self.spec.split_by))
 
     @staticmethod
     def hours(workload: Workload, part: Part) -> float:

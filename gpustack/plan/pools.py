@@ -48,12 +48,14 @@ class PoolKey:
     fallback: bool
     instance: str
     schedule: tuple[str, str, str] | None  # (days, hours, timezone)
+    split: tuple[str, ...] = ()  # the workloads' values of the spec's `pools.split_by` keys
 
     def readable(self) -> str:
         parts = [_KIND_TAGS[self.kind], self.gpu, "" if self.sharing == "whole" else self.sharing,
                  "fallback" if self.fallback else _CAPACITY_TAGS[self.capacity], self.instance]
         if self.schedule:
             parts.append(schedule_tag(self.schedule))
+        parts.extend(value or "none" for value in self.split)
         return "-".join(slug(p) for p in parts if p)
 
     def name(self) -> str:
@@ -201,6 +203,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
         reason=_reason(key, carried_demands, row, sharing, carries, share.why if share else None),
         notes=tuple(notes),
         standby_node_hours=standby,
+        label_conflicts=_label_conflicts(spec, carried_demands),
     )
 
 
@@ -401,6 +404,19 @@ def _labels(spec: Spec, key: PoolKey, name: str, demands: list[Demand], sharing:
     if sharing.config and sharing.mode == "mig" and not cloud.native_mig_partitioning:
         labels[MIG_CONFIG_LABEL] = sharing.config
     return tuple(sorted(labels.items()))
+
+
+def _label_conflicts(spec: Spec, demands: list[Demand]) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """Keys the workloads of a pool give with different values: no node label can carry them."""
+    given = {d.workload.name: dict(d.workload.labels) for d in demands}
+    top = dict(spec.labels)
+    keys = sorted({k for labels in given.values() for k in labels})
+    out = []
+    for key in keys:
+        values = {name: labels.get(key, top.get(key, "")) for name, labels in sorted(given.items())}
+        if len(set(values.values())) > 1:
+            out.append((key, tuple(values.items())))
+    return tuple(out)
 
 
 def _taints(key: PoolKey, cloud: Cloud) -> tuple[Taint, ...]:

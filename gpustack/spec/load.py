@@ -33,6 +33,8 @@ MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-m
 
 _LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")  # \Z: Reader.string uses match
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 _RESERVED_LABEL_PREFIXES = ("gpustack.dev", "kubernetes.io", "k8s.io", "nvidia.com")
 # A commitment's scope, as the user's contract names it: printed in tables and Markdown.
@@ -41,7 +43,7 @@ COMMITMENT_KEYS = ("instrument",)
 COMMITMENT_OPTIONAL = ("term", "discount", "prices", "scope")
 
 TOP_KEYS = ("version", "name", "targets", "workloads")
-TOP_OPTIONAL = ("labels", "pricing", "catalog")
+TOP_OPTIONAL = ("labels", "pricing", "catalog", "pools")
 TARGET_KEYS = ("name", "cloud", "region", "cluster")
 TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
@@ -96,6 +98,7 @@ class _SpecReader(Reader):
         name = self.dns_label(("name",), root["name"], max_len=SPEC_NAME_MAX) if "name" in root else BAD
         labels = self.labels(("labels",), root.get("labels", {}))
         pricing = self.pricing(("pricing",), root.get("pricing", {}))
+        split_by = self.split_by(("pools",), root.get("pools", {}))
         workloads = self.workloads(root.get("workloads", BAD))
         targets = self.targets(root.get("targets", BAD), workloads, written_names(root.get("workloads")))
         if self.problems:
@@ -106,7 +109,26 @@ class _SpecReader(Reader):
         self.check_prices_used(pricing, targets)
         if self.problems:
             raise SpecError(self.problems)
-        return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc, self.catalog)
+        return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc, self.catalog, split_by)
+
+    def split_by(self, path: Path, value: Any) -> tuple[str, ...]:
+        """`pools: {split_by: [team]}`: label keys whose values each get their own pools."""
+        value = self.mapping(path, value, optional=("split_by",), what="{split_by: [label keys]}")
+        if value is BAD or "split_by" not in value:
+            return ()
+        keys = self.sequence(path + ("split_by",), value["split_by"], min_items=1, what="label keys")
+        if keys is BAD:
+            return ()
+        out: list[str] = []
+        for i, key in enumerate(keys):
+            key = self.string(path + ("split_by", i), key, pattern=_LABEL_KEY, rule="a label key, e.g. team")
+            if key is BAD:
+                continue
+            if key in out:
+                self.problem(path + ("split_by", i), f"{key!r} is listed twice")
+                continue
+            out.append(key)
+        return tuple(out)
 
     # -- user catalogs ------------------------------------------------------------------------
     def user_catalogs(self, written: Any) -> None:

@@ -190,6 +190,9 @@ class Spec:
     source: Document = dataclasses.field(compare=False, repr=False)
     # The catalog the spec was checked against: the bundled one with the user's catalog files over it.
     catalog: Catalog | None = dataclasses.field(default=None, compare=False, repr=False)
+    # `pools.split_by`: label keys whose values get pools of their own (e.g. team), so each pool is
+    # attributable by its node labels.
+    split_by: tuple[str, ...] = ()
 
     def workload(self, name: str) -> Workload:
         return self._workloads_by_name[name]
@@ -197,6 +200,10 @@ class Spec:
     @functools.cached_property
     def _workloads_by_name(self) -> dict[str, Workload]:
         return {w.name: w for w in self.workloads}
+
+    def label_of(self, workload: Workload, key: str) -> str:
+        """The value of label `key` on the workload's pods: its own, else the spec's ('' when neither)."""
+        return dict(workload.labels).get(key, dict(self.labels).get(key, ""))
 
     def target(self, name: str) -> Target:
         for target in self.targets:
