@@ -69,3 +69,18 @@ def test_validate_and_plan_import_no_pulumi_module():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_validate_takes_several_files_and_reports_the_problems_of_all(tmp_path, capsys):
+    good = tmp_path / "good.yaml"
+    good.write_text(spec_text([{"name": "x", "kind": "training", "gpu": "H100"}]))
+    bad1, bad2 = tmp_path / "bad1.yaml", tmp_path / "bad2.yaml"
+    bad1.write_text(spec_text([{"name": "x", "kind": "trainig", "gpu": "H100"}]))
+    bad2.write_text(spec_text([{"name": "x", "kind": "training", "gpu": "H1000"}]))
+    assert main(["validate", str(good), str(bad1), str(bad2)]) == 2
+    out = capsys.readouterr()
+    assert out.out.startswith(f"{good}: valid (1 target, 1 workload")
+    assert f"{bad1}:" in out.err and "did you mean 'training'?" in out.err and f"{bad2}:" in out.err
+    assert out.err.rstrip().endswith("gpustack: 2 problems found in 2 of 3 files")
+    assert main(["validate", "--quiet", str(good), str(EXAMPLE)]) == 0
+    assert capsys.readouterr().out == ""

@@ -135,7 +135,8 @@ def test_binary_junk(data):
     ("version: 1\nversion: 1\n", "duplicate key 'version'"),
     ("a: !!python/object/apply:os.system [true]\n", "the YAML tag 'tag:yaml.org,2002:python/object/apply:os.system' "
                                                     "is not allowed"),
-    ("a: &x {b: 1}\nc:\n  <<: *x\n", "YAML merge keys ('<<') are not supported"),
+    ("a: &x {b: 1}\nc:\n  <<: *x\n  <<: *x\n", "duplicate merge key '<<'"),
+    ("a: &x [1]\nc:\n  <<: *x\n", "a merge key ('<<') takes a mapping or a list of mappings"),
     ("[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5), "nested"),
     ("\x00\x01", "NUL bytes"),
 ])
@@ -203,3 +204,23 @@ def test_nan_is_never_accepted_as_a_number():
     doc["pricing"] = {"spot_discount": math.nan}
     with pytest.raises(SpecError):
         load_text(yaml.safe_dump(doc), "spec.yaml")
+
+
+def test_merge_keys_share_defaults_and_the_mapping_s_own_keys_win():
+    from gpustack.spec.yamlsource import parse
+
+    doc = parse("base: &base {kind: inference, gpu: L4, replicas: 2}\n"
+                "more: &more {replicas: 9, cpu: 4}\n"
+                "w:\n  <<: [*base, *more]\n  replicas: 3\n", "spec.yaml")
+    assert doc.data["w"] == {"replicas": 3, "kind": "inference", "gpu": "L4", "cpu": 4}
+    # A merged value is located where it is written: its errors point at the defaults.
+    assert doc.where(("w", "gpu")).line == 1
+
+
+def test_merge_keys_count_against_the_alias_budget():
+    levels = ["a0: &a0 {" + ", ".join(f"k{j}: x" for j in range(10)) + "}"]
+    levels += [f"a{i}: &a{i} [" + ", ".join([f"{{<<: *a{i - 1}}}"] * 10) + "]" if i == 1 else
+               f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 8)]
+    with pytest.raises(SpecError) as info:
+        load_text("\n".join(levels) + "\n", "spec.yaml")
+    assert f"at most {MAX_NODES:,}" in str(info.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from conftest import spec_text
+from conftest import dedent, spec_text
 from gpustack.errors import SpecError
 from gpustack.spec import load_text
 
@@ -331,3 +331,39 @@ def test_one_bad_field_is_one_problem_not_one_more_per_target_listing_the_worklo
 ])
 def test_pools_split_by_is_checked(pools, message):
     assert message in error(spec_text([TRAIN], pools=pools))
+
+
+def test_workloads_share_defaults_with_yaml_merge_keys():
+    text = dedent("""
+        version: 1
+        name: t
+        x-serving: &serving {kind: inference, gpu: L4, gpu_fraction: 0.5, labels: {team: search}}
+        targets:
+          - {name: aws-t, cloud: aws, region: us-east-1, cluster: c1, settings: {subnet_ids: [subnet-0a1b]}}
+        workloads:
+          - <<: *serving
+            name: chat
+            replicas: 4
+          - <<: *serving
+            name: rerank
+            gpu_fraction: 0.25
+        """)
+    spec = load_text(text, "spec.yaml")
+    chat, rerank = spec.workloads
+    assert (chat.kind, chat.gpu, chat.gpu_fraction, chat.replicas.max, dict(chat.labels)) == (
+        "inference", "L4", 0.5, 4, {"team": "search"})
+    assert (rerank.name, rerank.gpu_fraction) == ("rerank", 0.25)
+
+
+def test_an_error_in_merged_defaults_points_at_the_defaults():
+    text = dedent("""
+        version: 1
+        name: t
+        x-serving: &serving {kind: inference, gpu: L44}
+        targets:
+          - {name: aws-t, cloud: aws, region: us-east-1, cluster: c1, settings: {subnet_ids: [subnet-0a1b]}}
+        workloads:
+          - <<: *serving
+            name: chat
+        """)
+    assert error(text).startswith(f"{at(text, 'L44')}: workloads[0].gpu: 'L44' is not a GPU model")

@@ -44,6 +44,7 @@ COMMITMENT_OPTIONAL = ("term", "discount", "prices", "scope")
 
 TOP_KEYS = ("version", "name", "targets", "workloads")
 TOP_OPTIONAL = ("labels", "pricing", "catalog", "pools")
+EXTENSION_PREFIX = "x-"  # top-level keys gpustack ignores: a place for shared defaults
 TARGET_KEYS = ("name", "cloud", "region", "cluster")
 TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
@@ -86,7 +87,10 @@ class _SpecReader(Reader):
         self.base_dir = base_dir
 
     def read(self) -> Spec:
-        root = self.mapping((), self.doc.data, required=TOP_KEYS, optional=TOP_OPTIONAL, what="the spec")
+        data = self.doc.data
+        if isinstance(data, dict):  # `x-` keys hold YAML anchors for merge keys (`x-serving: &serving {...}`)
+            data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
+        root = self.mapping((), data, required=TOP_KEYS, optional=TOP_OPTIONAL, what="the spec")
         if root is BAD:
             raise SpecError(self.problems)
         self.user_catalogs(root.get("catalog"))

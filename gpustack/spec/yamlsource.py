@@ -5,6 +5,8 @@ side table of marks keyed by field path. Rules that a trustworthy loader needs a
 enforce by itself:
 
 - duplicate mapping keys are an error (PyYAML keeps the last one silently);
+- merge keys (`<<: *defaults`) follow the YAML merge type: the mapping's own keys win, then earlier
+  merged mappings; what they merge counts against the alias budget at every use;
 - aliases are expanded with a budget, so an alias bomb ("billion laughs") fails fast;
 - nesting depth and file size are bounded, so deep or huge input fails with a message,
   not a RecursionError or an exhausted machine;
@@ -161,15 +163,19 @@ class _Converter:
             if node.tag != "tag:yaml.org,2002:map":
                 raise _fail(self.file, node.start_mark, f"the YAML tag {node.tag!r} is not allowed in a spec")
             out: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    raise _fail(self.file, key_node.start_mark, "YAML merge keys ('<<') are not supported in a spec")
+            explicit = [(k, v) for k, v in node.value if k.tag != _MERGE]
+            merged = _merged_pairs(node, self.file, depth)
+            for i, (key_node, value_node) in enumerate(explicit + merged):
+                from_merge = i >= len(explicit)
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise _fail(self.file, key_node.start_mark, "a mapping key must be a plain value, not a list or mapping")
-                key = self._scalar(key_node)
-                if not isinstance(key, str):
-                    self.typed_keys[path + (str(key_node.value),)] = type(key).__name__
-                    key = str(key_node.value)  # the text as written; readers refuse it where text is meant
+                resolved = self._scalar(key_node)
+                # Not text (`on:` is true in YAML 1.1): keep the text as written; readers refuse it where text is meant.
+                key = resolved if isinstance(resolved, str) else str(key_node.value)
+                if key in out and from_merge:
+                    continue  # a key the mapping gives itself, or an earlier merged mapping, wins
+                if not isinstance(resolved, str):
+                    self.typed_keys[path + (key,)] = type(resolved).__name__
                 if key in out:
                     first = self.key_marks.get(path + (key,))
                     seen = f" (first at line {first[0] + 1})" if first else ""
@@ -193,6 +199,31 @@ class _Converter:
         if tag == "tag:yaml.org,2002:timestamp":
             return value  # dates are not spec values; keep the text so the field check reports it
         return result
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _merged_pairs(node: yaml.MappingNode, file: str, depth: int) -> list[tuple[yaml.Node, yaml.Node]]:
+    """The key/value pairs `<<` merges into `node`, in precedence order (YAML merge key type,
+    https://yaml.org/type/merge.html): a mapping or a list of mappings, earlier ones first, each with
+    its own merges after its own keys. The node's own keys come before all of them (and win)."""
+    if depth > MAX_DEPTH:
+        raise _fail(file, node.start_mark, f"the YAML is nested more than {MAX_DEPTH} levels deep")
+    out: list[tuple[yaml.Node, yaml.Node]] = []
+    merges = [(k, v) for k, v in node.value if k.tag == _MERGE]
+    if len(merges) > 1:
+        raise _fail(file, merges[1][0].start_mark, "duplicate merge key '<<'; merge several mappings with one: "
+                                                   "<<: [*first, *second]")
+    for key_node, value_node in merges:
+        sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+        for source in sources:
+            if not isinstance(source, yaml.MappingNode) or source.tag != "tag:yaml.org,2002:map":
+                raise _fail(file, source.start_mark, "a merge key ('<<') takes a mapping or a list of mappings, "
+                                                     "e.g. <<: *defaults")
+            out.extend((k, v) for k, v in source.value if k.tag != _MERGE)
+            out.extend(_merged_pairs(source, file, depth + 1))
+    return out
 
 
 @contextlib.contextmanager
