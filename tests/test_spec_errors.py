@@ -148,7 +148,8 @@ def test_gpu_not_offered_in_region_names_where_it_is():
     text = spec_text([{"name": "nb", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25}], ("oci",))
     assert error(text) == (
         f"{at(text, 'T4')}: workloads[0].gpu: the bundled catalog has no T4 rows for OKE us-ashburn-1 (target "
-        "'oci-t'); it has T4 in: EKS us-east-1, us-west-2; AKS eastus, westus2; GKE us-central1, us-east4; if OKE "
+        "'oci-t'); it has T4 in: EKS ap-northeast-1, eu-central-1, eu-west-1, us-east-1, us-west-2; AKS eastus, "
+        "westus2; GKE us-central1, us-east4; if OKE "
         "offers T4 there, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog "
         "refresh --cloud oci --region us-ashburn-1")
 
@@ -175,7 +176,8 @@ def test_cloud_aliases_are_accepted_and_unknown_clouds_suggested():
 def test_region_must_be_in_the_catalog():
     text = spec_text([TRAIN]).replace("us-east-1", "us-east-7")
     assert error(text) == (f"{at(text, 'us-east-7')}: targets[0].region: the bundled catalog has no EKS prices for "
-                           "'us-east-7' (did you mean 'us-east-1'?); catalogued: us-east-1, us-west-2; if EKS has that "
+                           "'us-east-7' (did you mean 'us-east-1'?); catalogued: ap-northeast-1, eu-central-1, eu-west-1, us-east-1, "
+                           "us-west-2; if EKS has that "
                            "region, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack "
                            "catalog refresh --cloud aws --region us-east-7")
 

@@ -36,12 +36,13 @@ GPU_BY_FAMILY = {
     "a3-ultragpu": ("H200 141GB GPU",), "g2-standard": ("L4 GPU",),
 }
 GPU_BY_MODEL = {"T4": ("Tesla T4 GPU",), "V100": ("Tesla V100 GPU",), "L4": ("L4 GPU",)}
-# GiB of Local SSD bundled with a machine type, where a source gives it (a2-ultragpu: 375 GB per GPU and
-# a3-highgpu-1g: 750 GB, per the whole-machine totals of Cyclenerd/google-cloud-pricing-cost-calculator
-# pricing.yml 2024-11-07, see catalog/data/corrections.yaml). Other a3 types: size not sourced here, so
-# their price leaves it out and the row says so.
+# GiB of Local SSD bundled with a machine type, where a source gives it: the `local-ssd` field of
+# Cyclenerd/google-cloud-pricing-cost-calculator pricing.yml @082120d2 (generated 2024-11-07 from the
+# Billing catalog): a2-ultragpu-1g 375, -2g 750 (and 375 per GPU for -4g/-8g, as in corrections.yaml),
+# a3-highgpu-1g 750, a3-highgpu-4g 3000, a3-highgpu-8g 6000, a3-megagpu-8g 6000. Other types: size not
+# sourced here, so their price leaves it out and the row says so.
 LOCAL_SSD_GIB = {"a2-ultragpu-1g": 375, "a2-ultragpu-2g": 750, "a2-ultragpu-4g": 1500, "a2-ultragpu-8g": 3000,
-                 "a3-highgpu-1g": 750}
+                 "a3-highgpu-1g": 750, "a3-highgpu-4g": 3000, "a3-highgpu-8g": 6000, "a3-megagpu-8g": 6000}
 BUNDLES_LOCAL_SSD = ("a2-ultragpu", "a3-")
 _NOT_LIST_PRICE = ("custom", "premium", "reserved", "sole tenancy", "commitment", "dws", "flex", "calendar")
 

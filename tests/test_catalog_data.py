@@ -1,0 +1,50 @@
+"""The bundled catalog: every region is documented in its README, every row sourced and dated."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gpustack.catalog import load_catalog
+from gpustack.catalog.freshness import start_of
+
+README = Path(__file__).resolve().parent.parent / "gpustack" / "catalog" / "data" / "README.md"
+
+
+def coverage_table() -> set[tuple[str, str]]:
+    """(cloud, region) pairs the README's coverage table names (a cell may list several regions)."""
+    text = README.read_text(encoding="utf-8")
+    table = text.split("## Coverage", 1)[1].split("\n\n", 2)[1]
+    pairs = set()
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        pairs |= {(cells[0], region.strip()) for region in cells[1].split(",")}
+    return pairs
+
+
+def test_every_bundled_region_is_in_the_readme_and_nothing_else():
+    catalog = load_catalog()
+    regions = {(row.cloud, row.region) for row in catalog.instances}
+    assert coverage_table() == regions
+
+
+def test_the_readme_row_counts_match_the_data():
+    catalog = load_catalog()
+    text = README.read_text(encoding="utf-8")
+    total = int(re.search(r"## Coverage \((\d+) rows", text).group(1))
+    assert total == len(catalog.instances)
+
+
+def test_every_row_has_a_known_source_and_a_date():
+    catalog = load_catalog()
+    for row in catalog.instances:
+        assert row.source in catalog.sources, row
+        assert start_of(row.as_of) is not None, row
+
+
+def test_the_main_regions_of_each_cloud_are_bundled():
+    regions = {(row.cloud, row.region) for row in load_catalog().instances}
+    for cloud, region in [("aws", "eu-west-1"), ("aws", "eu-central-1"), ("aws", "ap-northeast-1"),
+                          ("gcp", "europe-west4"), ("gcp", "asia-southeast1"), ("oci", "eu-frankfurt-1"),
+                          ("oci", "uk-london-1"), ("oci", "ap-tokyo-1")]:
+        assert (cloud, region) in regions
