@@ -239,3 +239,32 @@ def test_refresh_function_writes_nothing_for_an_unreadable_input(tmp_path):
     with pytest.raises(RefreshError, match="no such file or folder"):
         refresh(load_catalog(), tmp_path / "c.csv", input_path=tmp_path / "missing", as_of="2026-11-30")
     assert not (tmp_path / "c.csv").exists()
+
+
+def test_aws_requests_are_signed_as_signature_version_4_says():
+    """The get-vanilla vector of AWS's SigV4 test suite (credentials AKIDEXAMPLE, 2015-08-30 12:36 UTC)."""
+    import datetime
+
+    from gpustack.catalog.feeds import Request
+    from gpustack.clouds.aws import prices
+
+    credentials = prices._Credentials()
+    credentials.key, credentials.secret, credentials.token = (
+        "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "")
+    signed = prices.sign(Request("https://example.amazonaws.com/"), credentials,
+                         now=datetime.datetime(2015, 8, 30, 12, 36, tzinfo=datetime.UTC),
+                         scope_of=("service", "us-east-1"))
+    assert dict(signed.headers)["authorization"] == (
+        "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, "
+        "SignedHeaders=host;x-amz-date, Signature=5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")
+
+
+def test_aws_public_offer_file_as_a_single_recorded_page(tmp_path, capsys):
+    """Without credentials AWS is read from its per-region offer file, which has no spot prices."""
+    code, out, _ = run_refresh(tmp_path, capsys, "--cloud", "aws", "--region", "us-east-1",
+                               input_path=FIXTURES / "aws-offer-file-us-east-1.json")
+    assert code == 0, out
+    rows = rows_of(tmp_path / "catalog.csv")
+    # The unused-capacity-reservation price of the same type is not the on-demand rate.
+    assert {k: (r["on_demand_usd"], r["spot_usd"]) for k, r in rows.items()} == {
+        ("aws", "us-east-1", "g5.xlarge"): ("1.006", "")}

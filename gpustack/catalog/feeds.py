@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -101,11 +102,13 @@ class NetworkPages(Pages):
 
 
 class RecordedPages(Pages):
-    """Pages from files: `folder/<stream>*.json` in name order (a single file is the only page of its stream)."""
+    """Pages from files: `folder/<stream>*.json` in name order, or a single file: the only page of the
+    feed's first stream (`single_stream`; the other streams then have no pages)."""
 
-    def __init__(self, folder: Path | None, single: Path | None = None):
+    def __init__(self, folder: Path | None, single: Path | None = None, single_stream: str = ""):
         self.folder = folder
         self.single = single
+        self.single_stream = single_stream
         self._cache: dict[str, list[Page]] = {}
 
     @property
@@ -114,7 +117,7 @@ class RecordedPages(Pages):
 
     def files(self, stream: str) -> list[Path]:
         if self.single is not None:
-            return [self.single]
+            return [self.single] if stream == self.single_stream else []
         assert self.folder is not None
         return sorted(p for p in self.folder.glob(f"{stream}*.json") if p.is_file())
 
@@ -144,11 +147,12 @@ class RecordedPages(Pages):
                                f"{len(files) + 1} of {stream!r} follows it in {self.folder}")
 
 
-def recorded_pages(path: Path, cloud: str, only_cloud: bool) -> RecordedPages | None:
+def recorded_pages(path: Path, cloud: str, only_cloud: bool, first_stream: str) -> RecordedPages | None:
     """The recorded pages of `cloud` under `path`: `path/<cloud>/`, or `path` itself when it holds no cloud
-    folders and one cloud is refreshed, or a single file for one cloud. None when nothing is recorded."""
+    folders and one cloud is refreshed, or a single file (a page of `first_stream`) for one cloud. None
+    when nothing is recorded."""
     if path.is_file():
-        return RecordedPages(None, single=path) if only_cloud else None
+        return RecordedPages(None, single=path, single_stream=first_stream) if only_cloud else None
     if (path / cloud).is_dir():
         return RecordedPages(path / cloud)
     if only_cloud:
@@ -187,6 +191,6 @@ def number(text: Any, page: Page, path: str) -> float:
         value = float(text)
     except (TypeError, ValueError):
         raise Malformed(f"{page.where}: page {page.number}: {path} is {json.dumps(text)[:60]}, not a number") from None
-    if value < 0 or value != value:
+    if value < 0 or not math.isfinite(value):
         raise Malformed(f"{page.where}: page {page.number}: {path} is {value}, not a price")
     return value

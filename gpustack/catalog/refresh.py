@@ -111,7 +111,7 @@ def refresh(bundled: Catalog, out: Path, clouds: Sequence[str] = (), regions: Se
                                "YYYY-MM-DD, the day they were recorded")
     if as_of is not None and not AS_OF.fullmatch(as_of):
         raise RefreshError(f"--as-of {as_of!r} is not a date: YYYY-MM-DD")
-    stamp = as_of or (today or datetime.datetime.now(datetime.timezone.utc).date()).isoformat()
+    stamp = as_of or (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
 
     fresh: list[InstanceType] = []
     notes: list[str] = []
@@ -119,8 +119,9 @@ def refresh(bundled: Catalog, out: Path, clouds: Sequence[str] = (), regions: Se
     for cloud in chosen:
         feed = feed_of(cloud)
         assert feed is not None
+        pages: Pages | None
         if input_path is not None:
-            pages = recorded_pages(input_path, cloud.name, only_cloud=len(chosen) == 1)
+            pages = recorded_pages(input_path, cloud.name, only_cloud=len(chosen) == 1, first_stream=feed.STREAMS[0])
             if pages is None:
                 notes.append(f"{cloud.name}: nothing recorded under {input_path} (expected {input_path / cloud.name}/)")
                 continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import math
 import re
 from collections.abc import Callable, Iterable
 
@@ -153,12 +154,13 @@ class _Row:
         memory = self.positive("memory_gib", "GiB of memory per node")
         on_demand = self.price("on_demand_usd", required=True)
         spot = self.price("spot_usd", required=False)
-        reserved = {}
+        reserved: dict[str, float | None] = {}
         for column in ("reserved_1y_usd", "reserved_3y_usd"):
-            reserved[column] = self.price(column, required=False) if column in v else None
-            if on_demand is not None and reserved[column] is not None and reserved[column] > on_demand:
-                self.problem(column, f"{reserved[column]:g} is more than on_demand_usd {on_demand:g}: a reservation "
-                                     "is sold below the on-demand price")
+            price = self.price(column, required=False) if column in v else None
+            reserved[column] = price
+            if on_demand is not None and price is not None and price > on_demand:
+                self.problem(column, f"{price:g} is more than on_demand_usd {on_demand:g}: a reservation is sold "
+                                     "below the on-demand price")
         if on_demand is not None and spot is not None and spot > on_demand:
             self.problem("spot_usd", f"spot {spot:g} is more than on_demand_usd {on_demand:g}: spot capacity is "
                                      "sold below the on-demand price")
@@ -200,7 +202,7 @@ class _Row:
         except ValueError:
             self.problem(column, f"{show(text)} is not a number ({what})")
             return None
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             self.problem(column, f"{show(text)} is not a finite number ({what})")
             return None
         return value

@@ -25,8 +25,8 @@ import hmac
 import json
 import os
 import urllib.parse
-import xml.etree.ElementTree as ElementTree
 from typing import Any
+from xml.etree import ElementTree
 
 from gpustack.catalog.feeds import Malformed, NetworkPages, Page, Pages, RefreshError, Request, need, number
 from gpustack.catalog.refresh import FeedResult
@@ -69,12 +69,16 @@ class _AwsPages(NetworkPages):
         self.credentials = credentials
 
 
-def sign(request: Request, credentials: _Credentials, now: datetime.datetime | None = None) -> Request:
-    """AWS Signature Version 4 (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html)."""
+def sign(request: Request, credentials: _Credentials, now: datetime.datetime | None = None,
+         scope_of: tuple[str, str] | None = None) -> Request:
+    """AWS Signature Version 4 (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv-create-signed-request.html);
+    `scope_of` is (service, region), by default read from the pricing or EC2 host name."""
     url = urllib.parse.urlsplit(request.url)
     host = url.netloc
-    service, region = ("pricing", host.split(".")[2]) if host.startswith("api.pricing.") else ("ec2", host.split(".")[1])
-    moment = now or datetime.datetime.now(datetime.timezone.utc)
+    if scope_of is None:
+        scope_of = ("pricing", host.split(".")[2]) if host.startswith("api.pricing.") else ("ec2", host.split(".")[1])
+    service, region = scope_of
+    moment = now or datetime.datetime.now(datetime.UTC)
     stamp, day = moment.strftime("%Y%m%dT%H%M%SZ"), moment.strftime("%Y%m%d")
     body = request.body or b""
     headers = {k.lower(): v for k, v in request.headers} | {"host": host, "x-amz-date": stamp}
@@ -112,7 +116,7 @@ def products_request(region: str, pages: Pages, token: str = "") -> Request:
 
 def spot_request(region: str, types: list[str], token: str = "") -> Request:
     params = [("Action", "DescribeSpotPriceHistory"), ("Version", "2016-11-15"),
-              ("StartTime", datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))]
+              ("StartTime", datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))]
     params += [(f"ProductDescription.{i}", p) for i, p in enumerate(SPOT_PRODUCTS, start=1)]
     params += [(f"InstanceType.{i}", t) for i, t in enumerate(types, start=1)]
     if token:
@@ -239,7 +243,10 @@ def _from_xml(text: str) -> dict[str, Any]:
         root = ElementTree.fromstring(text)
     except ElementTree.ParseError as exc:
         raise RefreshError(f"DescribeSpotPriceHistory answered with XML that does not parse ({exc})") from None
-    strip = lambda tag: tag.rsplit("}", 1)[-1]  # noqa: E731 - XML namespaces
+
+    def strip(tag: str) -> str:  # XML namespaces
+        return tag.rsplit("}", 1)[-1]
+
     names = {"availabilityZone": "AvailabilityZone", "instanceType": "InstanceType",
              "productDescription": "ProductDescription", "spotPrice": "SpotPrice", "timestamp": "Timestamp"}
     history = []

@@ -137,7 +137,7 @@ def _machine_price(name: str, fact: InstanceType, skus: list[_Sku], usage: str) 
     core = _one(s for s in host if s.group == "CPU" or (s.group == "N1Standard" and "Core" in s.description))
     ram = _one(s for s in host if s.group == "RAM" or (s.group == "N1Standard" and "Ram" in s.description))
     family = "-".join(name.split("-")[:2])
-    fragments = GPU_BY_FAMILY.get(family) or GPU_BY_MODEL.get(fact.gpu, ())
+    fragments = GPU_BY_FAMILY.get(family) or GPU_BY_MODEL.get(fact.gpu) or ()
     gpu = _one(s for s in mine if s.group == "GPU" and any(f in s.description for f in fragments))
     for part, sku in (("vCPU", core), ("RAM", ram), ("GPU", gpu)):
         if sku is None:
