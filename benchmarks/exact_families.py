@@ -14,8 +14,10 @@ import random
 import time
 from collections.abc import Callable, Iterator
 
+from gpustack.catalog import load_catalog
 from gpustack.catalog.mig import MIG_MODELS
-from gpustack.plan import exact
+from gpustack.plan.planner import mig_size_class
+from gpustack.plan import exact, pools
 from gpustack.plan.mig_packing import fewest_gpus, pack_mig
 from gpustack.plan.nodes import allocatable
 from gpustack.plan.packing import Item, NodeShape, Packing, coalesce, pack_shares
@@ -32,6 +34,7 @@ def heuristic_only() -> Iterator[None]:
         yield
     finally:
         exact.MAX_VARIABLES = saved
+        pools._packed.cache_clear()
 
 
 @dataclasses.dataclass
@@ -111,7 +114,7 @@ def one_gpu_mixes(seed: int = 29, cases: int = 60) -> list[list[Item]]:
 
 
 def _exact_shares(items: list[Item], node: NodeShape, upper: int) -> tuple[int, bool]:
-    solution = exact.solve_shares(coalesce(items), node, upper, EXACT_NODE_LIMIT)
+    solution = exact.solve_shares(coalesce(items), node, upper, 10**9, EXACT_NODE_LIMIT)  # proof of nodes
     return (solution.nodes, solution.proved) if solution else (upper, False)
 
 
@@ -170,15 +173,19 @@ class OneGpuFamily:
 
 def one_gpu_family() -> OneGpuFamily:
     out = OneGpuFamily()
+    gpu = load_catalog().gpu("H100")
     for items in one_gpu_mixes():
-        whole = [i for i in items if i.profile.startswith("7g")]  # type: ignore[union-attr]
-        rest = [i for i in items if not i.profile.startswith("7g")]  # type: ignore[union-attr]
+        whole = sum(i.count for i in items if H100.profile(i.profile).compute == H100.compute_slices)  # type: ignore[arg-type,union-attr]
+        classes: dict[str, list[Item]] = {}
+        for i in items:
+            if H100.profile(i.profile).compute < H100.compute_slices:  # type: ignore[arg-type,union-attr]
+                classes.setdefault(mig_size_class(H100.profile(i.profile), gpu), []).append(i)  # type: ignore[arg-type]
         out.cases += 1
         out.split += sum(pack_mig([i], P5_4XLARGE, H100).nodes for i in items)
-        mixed = sum(i.count for i in whole) + (pack_mig(rest, P5_4XLARGE, H100).nodes if rest else 0)
-        out.mixed += mixed
-        exact_rest = _exact_mig(rest, P5_4XLARGE, H100, mixed)[0] if rest else 0
-        out.optimum_same_rules += min(mixed, sum(i.count for i in whole) + exact_rest)
+        packed = [pack_mig(group, P5_4XLARGE, H100).nodes for group in classes.values()]
+        out.mixed += whole + sum(packed)
+        out.optimum_same_rules += whole + sum(min(n, _exact_mig(group, P5_4XLARGE, H100, n)[0])
+                                              for group, n in zip(classes.values(), packed))
         layouts, _ = fewest_gpus(H100, {i.profile: i.count for i in items}, 64, budget=10**6)  # type: ignore[misc]
         out.free_layouts += len(layouts) if layouts else 0
     return out

@@ -8,7 +8,7 @@ import pytest
 
 from gpustack.catalog.mig import MIG_MODELS
 from gpustack.cli import main
-from gpustack.plan import exact
+from gpustack.plan import exact, pools
 from gpustack.plan.mig_packing import pack_mig
 from gpustack.plan.nodes import allocatable
 from gpustack.plan.packing import Item, NodeShape, pack_shares
@@ -29,6 +29,9 @@ MIG_CPU_BOUND = [Item("w0", 8, 1, 8.0, 32.0, 730.0, "1g.20gb"), Item("w1", 6, 1,
 @pytest.fixture
 def heuristic_only(monkeypatch):
     monkeypatch.setattr(exact, "MAX_VARIABLES", 0)
+    pools._packed.cache_clear()  # packings of earlier plans, with the exact step
+    yield
+    pools._packed.cache_clear()
 
 
 def assign_fits(per_node, items, node: NodeShape) -> None:
@@ -49,7 +52,7 @@ def test_cpu_bound_time_sliced_pool_gets_the_optimum_first_fit_misses(heuristic_
 
 
 def test_the_solution_is_a_real_assignment():
-    solution = exact.solve_shares(TIME_SLICED, G5_12XLARGE_TS4, 6)
+    solution = exact.solve_shares(TIME_SLICED, G5_12XLARGE_TS4, 6, gpu_bound=6)
     assert solution is not None and solution.nodes == 5 and solution.proved
     assign_fits(solution.per_node, TIME_SLICED, G5_12XLARGE_TS4)
 

@@ -72,8 +72,13 @@ def test_every_layout_in_every_plan_is_valid_and_holds_every_replica(asks, cloud
         return
     catalog = load_catalog()
     for pool in plan.targets[0].pools:
-        assert pool.sharing.mode == "mig"
         model = catalog.gpu(pool.gpu).mig
+        if pool.sharing.mode == "none":  # whole-GPU profiles where the cloud mixes layouts: whole GPUs
+            assert clouds in (("aws",), ("oci",))
+            assert {pl.requested_share for pl in pool.placements} == {1.0}
+            assert pool.gpus.required <= pool.gpus.provisioned
+            continue
+        assert pool.sharing.mode == "mig"
         for group in pool.sharing.mig:
             assert model.is_valid(dict(group.layout)), group
         assert sum(g.gpus for g in pool.sharing.mig) <= pool.gpus_per_node
@@ -103,6 +108,40 @@ def test_mixed_profiles_share_a_pool_on_eks_and_split_per_profile_on_gke():
     target = plan_of(workloads, ("gcp",)).targets[0]
     assert sorted(p.sharing.mig[0].layout for p in target.pools) == [(("1g.10gb", 7),), (("3g.40gb", 2),)]
     assert any("split into one pool per profile (1g.10gb, 3g.40gb)" in note for note in target.notes)
+
+
+def one_gpu_h100(name: str, profile: str, replicas: int) -> dict:
+    return serve(name, gpu="H100", mig=profile, replicas=replicas, capacity="on-demand",
+                 instance_types={"aws": "p5.4xlarge"})
+
+
+def test_mixed_profiles_share_one_gpu_nodes_where_the_cloud_mixes_layouts():
+    # 4 x 4g.40gb and 4 x 3g.40gb on one-GPU p5.4xlarge nodes: 4 nodes with {4g + 3g}, not 4 + 2 split by profile.
+    [pool] = plan_of([one_gpu_h100("big", "4g.40gb", 4), one_gpu_h100("mid", "3g.40gb", 4)]).targets[0].pools
+    assert pool.max_nodes == 4 and "mig-large" in pool.name
+    assert [(dict(g.layout), g.gpus) for g in pool.sharing.mig] == [({"3g.40gb": 1, "4g.40gb": 1}, 1)]
+
+
+def test_small_profiles_on_one_gpu_nodes_get_their_own_pool_and_leave_the_large_one_alone():
+    large = [one_gpu_h100("big", "4g.40gb", 4), one_gpu_h100("mid", "3g.40gb", 4)]
+    before = {p.name: (p.sharing, p.max_nodes) for p in plan_of(large).targets[0].pools}
+    after = plan_of(large + [one_gpu_h100("tiny", "1g.10gb", 5), one_gpu_h100("two", "2g.20gb", 1)]).targets[0]
+    assert {n: v for n, v in ((p.name, (p.sharing, p.max_nodes)) for p in after.pools) if n in before} == before
+    [small] = [p for p in after.pools if p.name not in before]
+    assert "mig-small" in small.name and small.workloads == ("tiny", "two")
+    assert any("are in two pools" in note for note in after.notes)
+
+
+def test_a_whole_gpu_profile_is_a_whole_gpu_where_layouts_mix_and_a_mig_pool_elsewhere():
+    workloads = [serve("whole", mig="7g.80gb", replicas=3), serve("small", mig="1g.10gb", replicas=5)]
+    eks = plan_of(workloads, ("aws",)).targets[0]
+    [whole] = [p for p in eks.pools if "whole" in p.workloads]
+    assert whole.sharing.mode == "none" and whole.gpus.required == 3
+    [small] = [p for p in eks.pools if "small" in p.workloads]
+    assert all("7g.80gb" not in dict(g.layout) for g in small.sharing.mig)
+    assert any("7g.80gb is a whole A100-80GB" in w.message for w in eks.warnings)
+    gke = plan_of(workloads, ("gcp",)).targets[0]
+    assert {p.sharing.mode for p in gke.pools} == {"mig"}
 
 
 # -- time-slicing and MPS --------------------------------------------------------------------------
@@ -137,6 +176,14 @@ def test_fractions_of_different_sizes_get_their_own_pools():
 def test_mps_rounds_like_time_slicing():
     [pool] = plan_of([notebook("nb", 0.3, 10, sharing="mps")]).targets[0].pools
     assert (pool.sharing.mode, pool.sharing.replicas, pool.gpus.lower_bound) == ("mps", 3, 4)
+
+
+def test_tiny_shares_of_small_workloads_share_one_pool_and_large_ones_keep_their_own():
+    target = plan_of([notebook("eighths", 0.125, 3), notebook("tenths", 0.1, 5), notebook("many", 0.1, 100)]).targets[0]
+    pools = {p.workloads: p for p in target.pools}
+    assert pools[("eighths", "tenths")].sharing.replicas == 6 and pools[("eighths", "tenths")].gpus.required == 2
+    assert pools[("many",)].sharing.replicas == 10
+    assert any("planned as 1/6 of a GPU" in w.message for w in target.warnings if w.workload == "eighths")
 
 
 def test_gke_caps_clients_per_gpu_at_48():

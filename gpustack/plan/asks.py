@@ -3,7 +3,9 @@
 Sharing, by what the workload asks and what its GPU and cloud can do:
 - whole GPUs (`gpus: N`, or no size form): sharing none;
 - `mig: <profile>`, or inference with `gpu_memory` / `gpu_fraction` on a MIG GPU: a MIG instance,
-  the smallest profile the cloud can create that holds the request;
+  the smallest profile the cloud can create that holds the request; a whole-GPU profile (7g on
+  A100/H100) is a whole GPU where the cloud mixes layouts in a pool, so it never forces a GPU of
+  every node of a mixed pool;
 - otherwise time-slicing (or MPS when asked): R = floor(1 / share) clients per GPU, where share is
   `gpu_fraction` or `gpu_memory` / GPU memory.
 
@@ -13,7 +15,8 @@ to 1/R: a 0.3 share is planned as 1/3, a 0.45 share as 1/2. NVIDIA's device plug
 a share above 1/2 cannot be time-sliced and gets a whole GPU. MPS gives each of its R clients an
 equal share of memory and compute, so it rounds the same way. Replicas with different R never share
 a pool (R is part of the pool's identity, as a node has one device-plugin config), so adding a
-workload never changes another pool's R. What rounding costs is reported per pool and per target
+workload never changes another pool's R; shares of 1/6 and below from small workloads are planned
+as 1/6 (TINY_SHARE_CLIENTS below). What rounding costs is reported per pool and per target
 (`requested_lower_bound` against `lower_bound`; docs/sharing.md section 5).
 """
 
@@ -24,8 +27,17 @@ import math
 
 from gpustack.catalog import GpuModel
 from gpustack.catalog.mig import Profile
-from gpustack.clouds import Cloud
+from gpustack.clouds import Cloud, Feature
 from gpustack.spec.model import Workload
+
+
+# Time-sliced shares of 1/TINY_SHARE_CLIENTS and below, from workloads that fill at most
+# TINY_SHARE_GPUS GPUs at 1/TINY_SHARE_CLIENTS, are planned as 1/TINY_SHARE_CLIENTS: one pool instead
+# of a pool and a mostly empty node per R (on the openb traces, pools of R = 7, 9 and 20 with 1 to 24
+# replicas each held a node). A larger workload keeps its own R: rounding it up would cost more GPUs
+# than the node it saves. The rule reads the workload alone, so no other workload moves.
+TINY_SHARE_CLIENTS = 6
+TINY_SHARE_GPUS = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +87,11 @@ def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
                                f"profiles: {', '.join(available)}")
         assert profile is not None
         slices = profile.compute / gpu.mig.compute_slices
+        if profile.compute == gpu.mig.compute_slices and cloud.supports(Feature.MIG_MIXED_LAYOUTS):
+            # A whole-GPU instance in a pool of mixed layouts would make every node of the pool carry
+            # it; as a whole GPU it shares the whole-GPU pool instead, with the same isolation.
+            return Ask("none", 1, 1, None, slices if share is None else share, 1.0, cpu, memory,
+                       note=f"{profile.name} is a whole {gpu.name}: planned as one whole GPU, without MIG")
         return Ask("mig", 1, 1, profile, slices if share is None else share, slices, cpu, memory)
     assert share is not None
     clients = math.floor(1 / share + 1e-9)
@@ -83,6 +100,13 @@ def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
     if cap is not None and clients > cap:
         note = f"{cloud.display_name} shares a GPU among at most {cap} clients: each replica gets 1/{cap}"
         clients = cap
+    if clients > TINY_SHARE_CLIENTS and workload.replicas.max <= TINY_SHARE_GPUS * TINY_SHARE_CLIENTS:
+        # A handful of tiny shares would get a pool, and a node, of their own: they join the pool of
+        # 1/TINY_SHARE_CLIENTS shares instead, each still getting at least what it asked for.
+        note = (f"{workload.replicas.max} replicas of {share:.3g} of a GPU are planned as 1/{TINY_SHARE_CLIENTS} "
+                f"of a GPU (at most {TINY_SHARE_GPUS} GPUs), in the pool of 1/{TINY_SHARE_CLIENTS} shares, instead "
+                f"of a pool of 1/{clients} shares of their own")
+        clients = TINY_SHARE_CLIENTS
     if clients < 2:
         return Ask("none", 1, 1, None, share, 1.0, cpu, memory,
                    note=f"a share of {share:.2f} is more than half a GPU: {mode} needs at least 2 clients per "

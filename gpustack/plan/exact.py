@@ -2,10 +2,10 @@
 
 The model assigns replica shapes to at most `upper` identical nodes (the heuristic's count):
 x[t, n] replicas of shape t on node n, z[n] = node n in use, and per-node rows for GPU units, CPU
-and memory. Time-sliced / whole-GPU pools also count GPUs in use per node (g[n] >= units / R);
-MIG pools choose one node layout for the whole pool (w[l] GPUs carry maximal layout l, cap[p] <=
+and memory. MIG pools choose one node layout for the whole pool (w[l] GPUs carry maximal layout l, cap[p] <=
 sum_l l[p] w[l] instances of profile p on every node), as every node of a pool has one layout.
-Objective: nodes first, then GPUs, by weights that make the order strict.
+Objective: nodes (what a pool pays for); for MIG pools then GPUs partitioned per node, by weights
+that make the order strict.
 
 Solver: HiGHS (MIT licence) through highspy, chosen by measurement (docs/sharing.md, "Exact
 packing"). It is imported only when a pool needs it. Determinism: one thread, a fixed seed, and a
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 # Branch-and-bound nodes HiGHS may explore per pool: the deterministic work limit.
 NODE_LIMIT = 1_000
+GPU_NODE_LIMIT = 100  # for the second objective, GPUs in use on the fewest nodes
 # Models above this many assignment variables (shapes x nodes) are left to the heuristic: the root
 # relaxation alone would take seconds, and such pools have many replicas per node, where the
 # heuristic is within a node of the bound.
@@ -134,23 +135,44 @@ def too_large(items: Sequence[Item], upper: int) -> bool:
     return len(items) * upper > MAX_VARIABLES
 
 
-def solve_shares(items: Sequence[Item], node: NodeShape, upper: int, node_limit: int = NODE_LIMIT) -> Solution | None:
-    """Fewest nodes, then GPUs in use, for whole-GPU or time-sliced replicas on at most `upper` nodes."""
+def solve_shares(items: Sequence[Item], node: NodeShape, upper: int, gpu_bound: int,
+                 node_limit: int = NODE_LIMIT) -> Solution | None:
+    """Fewest nodes, then GPUs in use, for whole-GPU or time-sliced replicas on at most `upper` nodes.
+
+    Two steps: the fewest nodes; then, on that many nodes, the fewest GPUs in use (g[n] >= units / R)
+    when the first answer does not meet `gpu_bound` already. Proving both at once took seconds on
+    pools of a few hundred replicas; the second step has a work limit of its own.
+    """
     R = node.shares_per_gpu
-    model = _Model()
-    weight = float(upper * node.gpus + 1)  # one node more always outweighs every GPU saved
-    x, z = _assignment(model, items, node, upper, weight, node.gpus * R)
-    g = [model.var(node.gpus, 1.0) for _ in range(upper)]
-    for n in range(upper):
-        units = {x[t][n]: i.units for t, i in enumerate(items)}
-        model.row({**units, z[n]: -node.gpus * R}, high=0)
-        model.row({**units, g[n]: -R}, high=0)
+
+    def model_for(nodes: int, count_gpus: bool) -> tuple[_Model, list[list[int]], list[int]]:
+        model = _Model()
+        x, z = _assignment(model, items, node, nodes, 0.0 if count_gpus else 1.0, node.gpus * R)
+        for n in range(nodes):
+            units = {x[t][n]: i.units for t, i in enumerate(items)}
+            model.row({**units, z[n]: -node.gpus * R}, high=0)
+            if count_gpus:
+                model.row({**units, model.var(node.gpus, 1.0): -R}, high=0)
+        return model, x, z
+
+    model, x, z = model_for(upper, False)
     values, proved = model.solve(node_limit)
     if values is None:
         return None
     per_node = _per_node(values, x, z)
-    gpus = sum(math.ceil(sum(c * i.units for c, i in zip(counts, items)) / R) for counts in per_node)
-    return Solution(len(per_node), gpus, proved, per_node)
+    gpus = _gpus(per_node, items, R)
+    if proved and gpus > gpu_bound:
+        model, x, z = model_for(len(per_node), True)
+        values, gpus_proved = model.solve(GPU_NODE_LIMIT)
+        if values is not None and _gpus(_per_node(values, x, z), items, R) < gpus:
+            per_node = _per_node(values, x, z)
+            gpus = _gpus(per_node, items, R)
+        return Solution(len(per_node), gpus, gpus_proved, per_node)
+    return Solution(len(per_node), gpus, proved and gpus <= gpu_bound, per_node)
+
+
+def _gpus(per_node: tuple[tuple[int, ...], ...], items: Sequence[Item], shares_per_gpu: int) -> int:
+    return sum(math.ceil(sum(c * i.units for c, i in zip(counts, items)) / shares_per_gpu) for counts in per_node)
 
 
 def solve_mig(items: Sequence[Item], names: Sequence[str], rows: Sequence[Sequence[int]], max_counts: Sequence[int],

@@ -9,7 +9,8 @@ Objective, in this order: fewest nodes (the pool has one instance type, so nodes
 for and the cost), then fewest GPUs in use, then fewest node-hours. First-fit decreasing runs in
 two orders (longest-running first, which lets short-lived replicas share nodes, and largest first)
 with identical replicas placed in bulk; the better result is kept. When it does not meet the lower
-bounds and the pool is small, an exact search (bounded in steps) settles the optimum.
+bounds and the pool is small, an exact search (bounded in steps) settles the optimum; when its nodes
+are still above their bound, an integer program (`gpustack.plan.exact`) settles the node count.
 """
 
 from __future__ import annotations
@@ -188,8 +189,9 @@ def pack_shares(items: Sequence[Item], node: NodeShape) -> Packing:
             proved = True
             if exact[:2] < (nodes, gpus):
                 nodes, gpus, node_hours = exact
-    if not proved and not exact_packing.too_large(items, nodes):
-        solution = exact_packing.solve_shares(items, node, nodes)
+    if nodes > nodes_lower and not proved and not exact_packing.too_large(items, nodes):
+        # Nodes above their bound (CPU or memory bind): settle the node count exactly.
+        solution = exact_packing.solve_shares(items, node, nodes, lower)
         if solution is not None and (solution.nodes, solution.gpus) < (nodes, gpus):
             nodes, gpus, method = solution.nodes, solution.gpus, "integer program"
             node_hours = sum(max(i.hours for c, i in zip(counts, items) if c) for counts in solution.per_node)

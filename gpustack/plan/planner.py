@@ -12,6 +12,7 @@ import dataclasses
 from collections import defaultdict
 
 from gpustack.catalog import Catalog, GpuModel, load_catalog
+from gpustack.catalog.mig import Profile
 from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
@@ -26,6 +27,17 @@ from gpustack.spec.units import timezone_advice
 from gpustack.spec.yamlsource import path_str
 
 # Plan pool names double as label values (gpustack.dev/pool) and NVIDIA config names: DNS labels.
+
+# On one-GPU nodes of a cloud that mixes MIG layouts, a pool's nodes carry one layout for their one GPU:
+# profiles of about half a GPU or more (3g and 4g of 7 slices) go in one pool, where 4g+3g and 3g+3g fit
+# a GPU, and smaller ones in another, where any mix of them fits. The class is the profile's alone, so
+# adding a workload never moves another one to a different pool.
+MIG_SIZE_CLASSES = ("large", "small")
+
+
+def mig_size_class(profile: Profile, gpu: GpuModel) -> str:
+    assert gpu.mig is not None
+    return "large" if 2 * profile.compute >= gpu.mig.compute_slices - 1 else "small"
 
 
 def build_plan(spec: Spec, catalog: Catalog | None = None) -> Plan:
@@ -170,8 +182,12 @@ class _TargetPlanner:
         assert row is not None
         if ask.mode == "mig":
             assert ask.profile is not None
-            one_profile = not self.cloud.supports(Feature.MIG_MIXED_LAYOUTS) or row.gpus == 1
-            sharing = f"mig-{ask.profile.name}" if one_profile else "mig"
+            if not self.cloud.supports(Feature.MIG_MIXED_LAYOUTS):
+                sharing = f"mig-{ask.profile.name}"
+            elif row.gpus == 1:
+                sharing = f"mig-{mig_size_class(ask.profile, gpu)}"
+            else:
+                sharing = "mig"
         elif ask.mode in ("time-slicing", "mps"):
             sharing = shares_tag(ask.mode, ask.shares_per_gpu)
         else:
@@ -217,7 +233,16 @@ class _TargetPlanner:
     def note_split_mig(self, demands: dict[PoolKey, list[Demand]]) -> None:
         groups: dict[tuple, set[str]] = defaultdict(set)
         for key in demands:
-            if key.sharing.startswith("mig-"):
+            if key.sharing.startswith("mig-") and key.sharing[4:] in MIG_SIZE_CLASSES:
+                groups[(key.kind, key.gpu, key.capacity, key.instance)].add(key.sharing[4:])
+        for (kind, gpu, capacity, instance), classes in sorted(groups.items()):
+            if len(classes) > 1:
+                self.notes.append(f"{kind} MIG replicas on {gpu} ({capacity}, {instance}, one GPU per node) are in "
+                                  "two pools: profiles of about half a GPU or more in one, smaller profiles in the "
+                                  "other, so that each pool's one layout holds its profiles together.")
+        groups = defaultdict(set)
+        for key in demands:
+            if key.sharing.startswith("mig-") and key.sharing[4:] not in MIG_SIZE_CLASSES:
                 groups[(key.kind, key.gpu, key.capacity, key.instance)].add(key.sharing[4:])
         for (kind, gpu, capacity, instance), profiles in sorted(groups.items()):
             if len(profiles) < 2:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -354,13 +355,16 @@ def _workload_hours(workload: Workload) -> float:
 
 
 def _pack(demands: list[Demand], node: NodeShape, mig, count) -> Packing:  # type: ignore[no-untyped-def]
-    items = _items(demands, count)
     try:
-        if demands[0].ask.mode == "mig":
-            return pack_mig(items, node, mig)
-        return pack_shares(items, node)
+        return _packed(tuple(_items(demands, count)), node, mig if demands[0].ask.mode == "mig" else None)
     except DoesNotFit as exc:
         raise ValueError(str(exc)) from None
+
+
+@functools.lru_cache(maxsize=256)
+def _packed(items: tuple[Item, ...], node: NodeShape, mig: MigModel | None) -> Packing:
+    # A pool whose floor is its peak (replicas: N on demand) packs the same replicas twice: once is enough.
+    return pack_mig(items, node, mig) if mig is not None else pack_shares(items, node)
 
 
 def _role(demands: list[Demand]) -> str:
