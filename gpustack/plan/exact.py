@@ -202,3 +202,63 @@ def solve_mig(items: Sequence[Item], names: Sequence[str], rows: Sequence[Sequen
     per_node = _per_node(values, x, z)
     return Solution(len(per_node), sum(int(values[v]) for v in w), proved, per_node,
                     tuple(int(values[c]) for c in caps))
+
+
+def solve_fractions(sizes: dict[int, int], capacity: int, node_limit: int = NODE_LIMIT
+                    ) -> tuple[list[tuple[int, ...]], bool] | None:
+    """The fewest GPUs of `capacity` holding items of integer sizes (size -> count), as one tuple of
+    sizes per GPU; whether that is proved optimal. An arc-flow model (Valério de Carvalho, 1999): a GPU
+    is a path from 0 to `capacity` whose arcs are items placed at an offset, or unused room; items
+    are placed largest first, so an arc starts only where larger items can end (fewer symmetric paths).
+    """
+    order = sorted(sizes, reverse=True)
+    reachable = {0}
+    starts: dict[int, list[int]] = {}
+    for size in order:
+        starts[size] = sorted(v for v in reachable if v + size <= capacity)
+        grown = set(reachable)
+        for v in reachable:
+            for k in range(1, sizes[size] + 1):
+                if v + k * size > capacity:
+                    break
+                grown.add(v + k * size)
+        reachable = grown
+    model = _Model()
+    arcs: list[tuple[int, int, int]] = []  # (start, end, size); size 0 = room left unused
+    for size in order:
+        for v in starts[size]:
+            arcs.append((v, v + size, size))
+    for v in range(capacity):
+        arcs.append((v, v + 1, 0))
+    flow = [model.var(sizes[s] if s else _INF, 0.0) for _, _, s in arcs]
+    gpus = model.var(_INF, 1.0)
+    balance: dict[int, dict[int, float]] = {v: {} for v in range(capacity + 1)}
+    for k, (a, b, _) in enumerate(arcs):
+        balance[a][flow[k]] = balance[a].get(flow[k], 0) - 1
+        balance[b][flow[k]] = balance[b].get(flow[k], 0) + 1
+    balance[0][gpus] = 1
+    balance[capacity][gpus] = -1
+    for v in range(capacity + 1):
+        model.row(balance[v], 0, 0)
+    for size in order:
+        model.row({flow[k]: 1 for k, (_, _, s) in enumerate(arcs) if s == size}, low=sizes[size])
+    values, proved = model.solve(node_limit)
+    if values is None:
+        return None
+    left = [int(values[f]) for f in flow]
+    out_of: dict[int, list[int]] = {v: [] for v in range(capacity + 1)}
+    for k, (a, _, s) in enumerate(arcs):
+        out_of[a].append(k)
+    for v in out_of:  # items before unused room, larger first: deterministic paths
+        out_of[v].sort(key=lambda k: (arcs[k][2] == 0, -arcs[k][2], k))
+    patterns = []
+    for _ in range(int(values[gpus])):
+        v, path = 0, []
+        while v < capacity:
+            k = next(k for k in out_of[v] if left[k] > 0)
+            left[k] -= 1
+            if arcs[k][2]:
+                path.append(arcs[k][2])
+            v = arcs[k][1]
+        patterns.append(tuple(path))
+    return patterns, proved
