@@ -21,6 +21,7 @@ import pulumi_kubernetes as k8s
 
 from gpustack.plan.model import Plan, TargetPlan
 from gpustack.render import autoscaling, in_cluster
+from gpustack.render.operator import HelmRelease
 
 PROVIDER_NAME = "gpustack-kubernetes"
 # kind -> resource class; fields of the object other than apiVersion/kind become its arguments.
@@ -69,20 +70,27 @@ def declare(target: TargetPlan, plan: Plan, kubeconfig: pulumi.Input[str],
         configmap = _priority_configmap(target, plan, node_group_ids, provider)
         declared[f"ConfigMap:{autoscaling.priority_configmap_key(target)}"] = configmap
     if rendered.operator is not None:
-        release = rendered.operator
         # The values name the ConfigMaps of the operator's namespace: install once they exist.
-        needed = in_namespace.get(release.namespace, [])
-        declared[f"Release:{release.namespace}/{release.name}"] = k8s.helm.v3.Release(
-            release.name,
-            name=release.name,
-            chart=release.chart,
-            version=release.version,
-            namespace=release.namespace,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=release.repository),
-            values=release.values,
-            opts=pulumi.ResourceOptions(provider=provider, depends_on=needed),
-        )
+        _release(declared, rendered.operator, provider, in_namespace.get(rendered.operator.namespace, []))
+    if rendered.hami is not None:
+        # After the operator, whose per-node labels keep its own device plugin off HAMi's nodes.
+        operator_release = [declared[k] for k in declared if k.startswith("Release:")]
+        _release(declared, rendered.hami, provider, operator_release)
     return declared
+
+
+def _release(declared: dict[str, pulumi.Resource], release: HelmRelease, provider: k8s.Provider,
+             needed: list[pulumi.Resource]) -> None:
+    declared[f"Release:{release.namespace}/{release.name}"] = k8s.helm.v3.Release(
+        release.name,
+        name=release.name,
+        chart=release.chart,
+        version=release.version,
+        namespace=release.namespace,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=release.repository),
+        values=release.values,
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=needed),
+    )
 
 
 def _priority_configmap(target: TargetPlan, plan: Plan, node_group_ids: Mapping[str, pulumi.Input[str]],

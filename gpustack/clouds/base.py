@@ -35,6 +35,7 @@ class Feature(enum.Enum):
     MIG_MIXED_LAYOUTS = "different MIG profiles on the GPUs of one node pool"
     NATIVE_SCHEDULE = "scaling a node pool on a timetable with a cloud resource"
     SPOT = "spot / preemptible capacity"
+    FRACTIONAL_SHARING = "enforced GPU fractions (HAMi's device plugin and scheduler)"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,6 +32,8 @@ def sharing(pool: Pool) -> str:
     s = pool.sharing
     if s.mode in ("time-slicing", "mps"):
         return f"{s.mode} x{s.replicas}"
+    if s.mode == "fractional":
+        return "fractional (HAMi)"
     if s.mode == "mig":
         return "mig " + " ".join(f"{g.gpus}x[" + "+".join(f"{c}x{n}" for n, c in g.layout) + "]" for g in s.mig)
     return "whole GPUs"

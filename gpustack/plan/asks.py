@@ -6,6 +6,8 @@ Sharing, by what the workload asks and what its GPU and cloud can do:
   the smallest profile the cloud can create that holds the request; a whole-GPU profile (7g on
   A100/H100) is a whole GPU where the cloud mixes layouts in a pool, so it never forces a GPU of
   every node of a mixed pool;
+- `sharing: fractional` (asked for, never chosen): the share itself, in whole percents of a GPU,
+  enforced by HAMi (compute and memory), where the cloud can run HAMi;
 - otherwise time-slicing (or MPS when asked): R = floor(1 / share) clients per GPU, where share is
   `gpu_fraction` or `gpu_memory` / GPU memory.
 
@@ -42,7 +44,7 @@ TINY_SHARE_GPUS = 4
 
 @dataclasses.dataclass(frozen=True)
 class Ask:
-    mode: str  # none | time-slicing | mps | mig
+    mode: str  # none | time-slicing | mps | mig | fractional
     gpus: int  # whole GPUs per replica (mode none), else 1
     shares_per_gpu: int  # R for time-slicing / mps, else 1
     profile: Profile | None  # mig
@@ -51,6 +53,7 @@ class Ask:
     cpu: float
     memory_gib: float
     note: str | None = None  # a rounding the user should know about
+    percent: int = 0  # fractional: the replica's percent of one GPU (nvidia.com/gpucores)
 
 
 class AskError(Exception):
@@ -94,6 +97,8 @@ def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
                        note=f"{profile.name} is a whole {gpu.name}: planned as one whole GPU, without MIG")
         return Ask("mig", 1, 1, profile, slices if share is None else share, slices, cpu, memory)
     assert share is not None
+    if mode == "fractional":
+        return _fractional(workload, gpu, cloud, share, cpu, memory)
     clients = math.floor(1 / share + 1e-9)
     cap = cloud.max_shared_clients_per_gpu
     note = None
@@ -114,3 +119,15 @@ def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
     if abs(1 / clients - share) > 1e-6 and note is None:
         note = f"a share of {share:.3g} is planned as 1/{clients} of a GPU ({mode} gives equal shares)"
     return Ask(mode, 1, clients, None, share, 1 / clients, cpu, memory, note=note)
+
+
+def _fractional(workload: Workload, gpu: GpuModel, cloud: Cloud, share: float, cpu: float, memory: float) -> Ask:
+    """An enforced fraction: a whole percent of the GPU's compute and memory, at least what was asked."""
+    if not cloud.supports(Feature.FRACTIONAL_SHARING):
+        raise AskError("sharing", f"{cloud.display_name} cannot enforce GPU fractions: "
+                                  f"{cloud.unsupported[Feature.FRACTIONAL_SHARING]}; use time-slicing or mig")
+    percent = min(100, math.ceil(100 * share - 1e-9))
+    note = None
+    if abs(percent / 100 - share) > 1e-6:
+        note = f"a share of {share:.4g} is planned as {percent}% of a GPU (HAMi counts whole percents)"
+    return Ask("fractional", 1, 100, None, share, percent / 100, cpu, memory, note=note, percent=percent)

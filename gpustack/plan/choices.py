@@ -97,6 +97,8 @@ def slots_per_node(row: InstanceType, ask: Ask, cloud: Cloud) -> int:
         slots = row.gpus * ask.profile.shape.max_count
     elif ask.mode in ("time-slicing", "mps"):
         slots = row.gpus * ask.shares_per_gpu
+    elif ask.mode == "fractional":
+        slots = row.gpus * (100 // ask.percent)
     else:
         slots = row.gpus // ask.gpus
     cpu, memory = allocatable(row.vcpus, row.memory_gib, cloud.kubelet_reservation, row.name)

@@ -215,14 +215,10 @@ def solve_fractions(sizes: dict[int, int], capacity: int, node_limit: int = NODE
     reachable = {0}
     starts: dict[int, list[int]] = {}
     for size in order:
-        starts[size] = sorted(v for v in reachable if v + size <= capacity)
-        grown = set(reachable)
-        for v in reachable:
-            for k in range(1, sizes[size] + 1):
-                if v + k * size > capacity:
-                    break
-                grown.add(v + k * size)
-        reachable = grown
+        # An item of this size starts after larger items and fewer than `count` items of its own size.
+        begin = {v + j * size for v in reachable for j in range(sizes[size]) if v + (j + 1) * size <= capacity}
+        starts[size] = sorted(begin)
+        reachable |= {v + size for v in begin}
     model = _Model()
     arcs: list[tuple[int, int, int]] = []  # (start, end, size); size 0 = room left unused
     for size in order:
@@ -241,7 +237,7 @@ def solve_fractions(sizes: dict[int, int], capacity: int, node_limit: int = NODE
     for v in range(capacity + 1):
         model.row(balance[v], 0, 0)
     for size in order:
-        model.row({flow[k]: 1 for k, (_, _, s) in enumerate(arcs) if s == size}, low=sizes[size])
+        model.row({flow[k]: 1 for k, (_, _, s) in enumerate(arcs) if s == size}, sizes[size], sizes[size])
     values, proved = model.solve(node_limit)
     if values is None:
         return None

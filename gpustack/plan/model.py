@@ -132,7 +132,9 @@ class Pool:
     @property
     def attribution(self) -> dict[str, str]:
         """The labels people set (team, cost-center, model, ...): what becomes cloud tags and alert labels."""
-        return {k: v for k, v in self.labels if not k.startswith(own_label_prefixes())}
+        # HAMi's node selector (gpu=on) is not the user's either, on the pools that carry it.
+        theirs = ("gpu",) if self.sharing.mode == "fractional" else ()
+        return {k: v for k, v in self.labels if not k.startswith(own_label_prefixes()) and k not in theirs}
 
 
 @dataclasses.dataclass(frozen=True)

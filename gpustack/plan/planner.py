@@ -190,6 +190,8 @@ class _TargetPlanner:
                 sharing = "mig"
         elif ask.mode in ("time-slicing", "mps"):
             sharing = shares_tag(ask.mode, ask.shares_per_gpu)
+        elif ask.mode == "fractional":
+            sharing = "frac"
         else:
             sharing = "whole"
         schedule = workload.schedule

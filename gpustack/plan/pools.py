@@ -15,9 +15,10 @@ from gpustack.clouds import Cloud, Feature, NameRule
 from gpustack.plan.asks import Ask
 from gpustack.plan.bounds import ceil_bound
 from gpustack.plan.choices import Part
+from gpustack.plan.fractions import pack_fractions
+from gpustack.plan.mig_packing import nodes_for, pack_mig
 from gpustack.plan.model import MigGroup, Placement, Pool, PoolGpus, ScheduleWindow, Sharing, Taint
 from gpustack.plan.nodes import allocatable
-from gpustack.plan.mig_packing import nodes_for, pack_mig
 from gpustack.plan.packing import DoesNotFit, Item, NodeShape, Packing, pack_shares
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import HOURS_PER_MONTH, JOB_KINDS, Spec, Workload
@@ -34,6 +35,13 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # config names: DNS labels.
 PLAN_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-",
                       "https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/")
+# Fractional pools: HAMi's device plugin runs on nodes labelled gpu=on (its chart's default
+# devicePlugin.nvidiaNodeSelector, charts/hami/values.yaml of Project-HAMi/HAMi v2.10.0), and the GPU
+# Operator's device plugin must not (both advertise nvidia.com/gpu): the operator keeps a per-node
+# nvidia.com/gpu.deploy.device-plugin label it finds ("If a required state label already exists on
+# the node, honor the current value", addGPUStateLabels in NVIDIA/gpu-operator
+# controllers/state_manager.go, commit 04751ec7).
+FRACTIONAL_NODE_LABELS = {"gpu": "on", "nvidia.com/gpu.deploy.device-plugin": "false"}
 _CAPACITY_TAGS = {"spot": "spot", "on-demand": "ondemand", "reserved": "reserved"}
 _KIND_TAGS = {"training": "train", "fine-tuning": "tune", "inference": "infer", "notebook": "notebook"}
 
@@ -44,7 +52,7 @@ class PoolKey:
 
     kind: str
     gpu: str
-    sharing: str  # whole | tsR | mpsR | mig | mig-<profile>
+    sharing: str  # whole | tsR | mpsR | frac | mig | mig-<profile> | mig-large | mig-small
     capacity: str
     fallback: bool
     instance: str
@@ -261,13 +269,20 @@ def _share_words(ask: Ask) -> str:
         return f"{ask.requested_share:.3g} of a GPU as {ask.profile.name}"
     if ask.mode in ("time-slicing", "mps"):
         return f"{ask.requested_share:.3g} of a GPU as 1/{ask.shares_per_gpu}"
+    if ask.mode == "fractional":
+        return f"{ask.requested_share:.4g} of a GPU as {ask.percent}%"
     return f"{ask.requested_share:.3g} of a GPU as a whole GPU"
 
 
 def _items(demands: list[Demand], count) -> list[Item]:  # type: ignore[no-untyped-def]
-    return [Item(d.workload.name, count(d), d.ask.gpus if d.ask.mode == "none" else 1, d.ask.cpu,
+    return [Item(d.workload.name, count(d), _units(d.ask), d.ask.cpu,
                  d.ask.memory_gib, d.hours, d.ask.profile.name if d.ask.profile else None)
             for d in demands if count(d)]
+
+
+def _units(ask: Ask) -> int:
+    """What one replica takes of a node's GPU units: whole GPUs, one share, one MIG instance, or percents."""
+    return ask.gpus if ask.mode == "none" else ask.percent if ask.mode == "fractional" else 1
 
 
 def _all_replicas(demand: Demand) -> int:
@@ -356,15 +371,18 @@ def _workload_hours(workload: Workload) -> float:
 
 def _pack(demands: list[Demand], node: NodeShape, mig, count) -> Packing:  # type: ignore[no-untyped-def]
     try:
-        return _packed(tuple(_items(demands, count)), node, mig if demands[0].ask.mode == "mig" else None)
+        mode = demands[0].ask.mode
+        return _packed(tuple(_items(demands, count)), node, mig if mode == "mig" else None, mode == "fractional")
     except DoesNotFit as exc:
         raise ValueError(str(exc)) from None
 
 
 @functools.lru_cache(maxsize=256)
-def _packed(items: tuple[Item, ...], node: NodeShape, mig: MigModel | None) -> Packing:
+def _packed(items: tuple[Item, ...], node: NodeShape, mig: MigModel | None, fractional: bool) -> Packing:
     # A pool whose floor is its peak (replicas: N on demand) packs the same replicas twice: once is enough.
-    return pack_mig(items, node, mig) if mig is not None else pack_shares(items, node)
+    if mig is not None:
+        return pack_mig(items, node, mig)
+    return pack_fractions(items, node) if fractional else pack_shares(items, node)
 
 
 def _role(demands: list[Demand]) -> str:
@@ -375,6 +393,8 @@ def _role(demands: list[Demand]) -> str:
 def _sharing(key: PoolKey, name: str, ask: Ask, packing: Packing, cloud: Cloud) -> Sharing:
     if ask.mode == "none":
         return Sharing("none")
+    if ask.mode == "fractional":  # HAMi's device plugin reads no NVIDIA config
+        return Sharing("fractional")
     needs_device_plugin = ask.mode not in cloud.native_sharing
     needs_mig_parted = ask.mode == "mig" and not cloud.native_mig_partitioning
     config = name if needs_device_plugin or needs_mig_parted else None
@@ -407,6 +427,8 @@ def _labels(spec: Spec, key: PoolKey, name: str, demands: list[Demand], sharing:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing.config
     if sharing.config and sharing.mode == "mig" and not cloud.native_mig_partitioning:
         labels[MIG_CONFIG_LABEL] = sharing.config
+    if sharing.mode == "fractional":
+        labels.update(FRACTIONAL_NODE_LABELS)
     return tuple(sorted(labels.items()))
 
 
@@ -439,6 +461,7 @@ def _reason(key: PoolKey, demands: list[Demand], row: InstanceType, sharing: Sha
         "time-slicing": f"time-sliced, {sharing.replicas} clients per GPU",
         "mps": f"MPS, {sharing.replicas} clients per GPU",
         "mig": "MIG partitions packed by NVIDIA's placement rules",
+        "fractional": "enforced fractions (HAMi), packed per GPU",
     }[sharing.mode]
     return (f"{'; '.join(whys)} ({replicas}); {how}; {row.name} carries these replicas for the least money "
             f"among the {row.gpu} nodes")

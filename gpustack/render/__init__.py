@@ -3,6 +3,7 @@ program declare, built from the plan only (no Pulumi import here).
 
 - GPU Operator (operator.py): a Helm release with pinned chart and values, where the cloud does not
   share GPUs natively; its namespace and the NVIDIA configs it reads (nvidia.py);
+- HAMi (hami.py): a Helm release with pinned chart and values, where pools enforce fractions;
 - dev auto-stop (autostop.py): CronJobs and their RBAC, on every cloud;
 - idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud;
 - spot first, on-demand fallback (autoscaling.py): the Cluster Autoscaler's priority-expander
@@ -19,7 +20,7 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import alerts, autoscaling, autostop, nvidia, operator
+from gpustack.render import alerts, autoscaling, autostop, hami, nvidia, operator
 from gpustack.render.common import metadata, object_labels
 from gpustack.render.operator import HelmRelease
 
@@ -37,6 +38,7 @@ class InCluster:
     target: str
     objects: tuple[dict[str, Any], ...]
     operator: HelmRelease | None  # None: the cloud runs its own device plugin (no operator)
+    hami: HelmRelease | None = None  # HAMi, for the pools with enforced fractions
 
 
 def object_key(obj: dict[str, Any]) -> tuple[int, str, str]:
@@ -64,7 +66,7 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
     if rule is not None:
         objects.append(namespace(plan, target, GPUSTACK_NAMESPACE))
         objects.append(rule)
-    return InCluster(target.name, tuple(sorted(objects, key=object_key)), release)
+    return InCluster(target.name, tuple(sorted(objects, key=object_key)), release, hami.release(target))
 
 
 __all__ = ["GPUSTACK_NAMESPACE", "InCluster", "KUBERNETES_VERSION", "in_cluster", "object_key"]

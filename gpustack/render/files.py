@@ -7,6 +7,7 @@ Layout of an output directory:
     40-cronjob-research-gpustack-stop-<pool>.yaml
     ...
     helm/gpu-operator-values.yaml                the GPU Operator's values, with its install command
+    helm/hami-values.yaml                        HAMi's values (pools with enforced fractions only)
     .gpustack-render                             marks the directory as gpustack's to replace
 
 File names depend only on the object's kind, namespace and name, so adding a pool adds files and
@@ -29,6 +30,7 @@ from gpustack.render.operator import install_command
 
 MARKER = ".gpustack-render"
 VALUES_FILE = "helm/gpu-operator-values.yaml"
+HAMI_VALUES_FILE = "helm/hami-values.yaml"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -76,6 +78,14 @@ def render_files(rendered: InCluster) -> dict[str, str]:
             + "# ConfigMaps these values name), then install from the output directory:\n"
             + "#   kubectl apply -f .\n"
             + f"#   {install_command(release, VALUES_FILE)}\n"
+            + dump_yaml(release.values))
+    if rendered.hami is not None:
+        release = rendered.hami
+        files[HAMI_VALUES_FILE] = (
+            top
+            + f"# HAMi {release.version}, for the pools with enforced GPU fractions. Install after the GPU\n"
+            + "# Operator, from the output directory:\n"
+            + f"#   {install_command(release, HAMI_VALUES_FILE)}\n"
             + dump_yaml(release.values))
     files[MARKER] = (f"gpustack render output for target {rendered.target}; "
                      "the whole directory is replaced on each run.\n")

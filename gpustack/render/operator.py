@@ -64,7 +64,7 @@ class HelmRelease:
 def operator_needed(cloud: Cloud) -> bool:
     """False where the node pool itself configures every sharing mode: that cloud runs its own
     device plugin, and a second one would advertise the same GPUs twice."""
-    shared_modes = {m for m in SHARING_MODES if m != "none"}
+    shared_modes = {m for m in SHARING_MODES if m not in ("none", "fractional")}  # fractional: HAMi's plugin
     return not shared_modes <= cloud.native_sharing
 
 

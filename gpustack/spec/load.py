@@ -449,7 +449,7 @@ class _SpecReader(Reader):
         elif sharing == "mig" and gpu.mig is None:
             capable = [g.name for g in self.catalog.gpus.values() if g.mig]
             self.problem(path, f"{gpu.name} does not support MIG; MIG GPUs: {one_of(capable)}")
-        elif sharing in ("time-slicing", "mps") and mig:
+        elif sharing in ("time-slicing", "mps", "fractional") and mig:
             self.problem(path, f"mig: {mig} asks for a MIG partition; sharing: {sharing} shares whole GPUs. "
                                "Use gpu_fraction or gpu_memory with it")
         elif sharing != "none" and not fractional:

@@ -24,11 +24,12 @@ DEFAULT_BURST_SHARE = 0.5
 
 Kind = Literal["training", "fine-tuning", "inference", "notebook"]
 Capacity = Literal["spot", "on-demand", "reserved"]
-SharingMode = Literal["none", "time-slicing", "mps", "mig"]
+SharingMode = Literal["none", "time-slicing", "mps", "mig", "fractional"]
 
 KINDS: tuple[Kind, ...] = ("training", "fine-tuning", "inference", "notebook")
 CAPACITIES: tuple[Capacity, ...] = ("spot", "on-demand", "reserved")
-SHARING_MODES: tuple[SharingMode, ...] = ("none", "time-slicing", "mps", "mig")
+# fractional: enforced fractions (HAMi), only when a workload asks for it (docs/sharing.md).
+SHARING_MODES: tuple[SharingMode, ...] = ("none", "time-slicing", "mps", "mig", "fractional")
 JOB_KINDS: frozenset[str] = frozenset({"training", "fine-tuning"})
 SHAREABLE_KINDS: frozenset[str] = frozenset({"inference", "notebook"})
 SCHEDULABLE_KINDS: frozenset[str] = frozenset({"notebook", "fine-tuning"})

@@ -202,6 +202,10 @@ class GKE(Cloud):
     unsupported = {
         Feature.MIG_MIXED_LAYOUTS: "GKE partitions every GPU of a node pool with one gpu_partition_size",
         Feature.NATIVE_SCHEDULE: "GKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
+        # HAMi replaces the NVIDIA device plugin on its nodes; on GKE that plugin is GKE's own, which
+        # gpustack keeps (no GPU Operator), so a second plugin would advertise the same GPUs.
+        Feature.FRACTIONAL_SHARING: "GKE runs its own NVIDIA device plugin on GPU nodes, which HAMi's would "
+                                    "duplicate",
     }
     # GKE's own label keys (the ComputeClass label below) are not attribution labels.
     own_label_prefixes = ("cloud.google.com/",)
