@@ -75,7 +75,7 @@ def test_every_layout_in_every_plan_is_valid_and_holds_every_replica(asks, cloud
         model = catalog.gpu(pool.gpu).mig
         if pool.sharing.mode == "none":  # whole-GPU profiles where the cloud mixes layouts: whole GPUs
             assert clouds in (("aws",), ("oci",))
-            assert {pl.requested_share for pl in pool.placements} == {1.0}
+            assert {pl.gpu_share for pl in pool.placements} == {1.0}
             assert pool.gpus.required <= pool.gpus.provisioned
             continue
         assert pool.sharing.mode == "mig"
