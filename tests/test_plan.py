@@ -49,7 +49,7 @@ TRAINING = {"name": "pretrain", "kind": "training", "gpu": "H100", "gpus": 8, "r
 
 @pytest.mark.parametrize("cloud, capacity, warning", [
     ("aws", "spot", None),
-    ("azure", "spot", "no-spot-price"),  # the catalog has no spot price for ND96isr_H100_v5
+    ("azure", "on-demand", "spot-unavailable"),  # no Spot meter is known for ND96isr_H100_v5
     ("gcp", "spot", None),
     ("oci", "on-demand", "spot-unavailable"),  # bare-metal H100 shapes cannot be preemptible
 ])

@@ -45,7 +45,7 @@ def test_unknown_key_names_place_and_suggests():
         f"{at(text, 'chekpointing')}: workloads[0].chekpointing: unknown key 'chekpointing' (did you mean "
         "'checkpointing'?); allowed here: name, kind, gpu, gpus, gpu_memory, mig, gpu_fraction, cpu, memory, "
         "replicas, checkpointing, schedule, hours_per_month, runs_per_month, requests_per_hour, labels, capacity, "
-        "sharing, namespace, instance_types, burst_share")
+        "sharing, namespace, instance_types, burst_share, disk")
 
 
 def test_bad_enum_value_suggests():
@@ -259,8 +259,8 @@ def test_reserved_pool_on_gke_needs_a_zone():
     with pytest.raises(SpecError) as info:
         build_plan(load_text(text, "spec.yaml"))
     assert str(info.value) == (f"{at(text, '{}')}: targets[0].settings: this target plans a reserved pool; set "
-                               "settings.node_locations: GKE capacity reservations are zonal: the first zone of "
-                               "settings.node_locations holds the reservation")
+                               "settings.node_locations: GKE capacity reservations are zonal: each zone of "
+                               "settings.node_locations holds its part of a reserved floor")
 
 
 def test_a_reserved_pool_cannot_follow_a_schedule():

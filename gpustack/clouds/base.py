@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 from gpustack.clouds.kubelet import TIERED, KubeletReservation
 
 if TYPE_CHECKING:  # the plan imports the clouds; the clouds only name the plan's types
+    from gpustack.catalog import InstanceType
     from gpustack.plan.model import Pool
 
 
@@ -182,6 +183,13 @@ class Cloud:
     fallback_mechanism: ClassVar[FallbackMechanism | None] = None
     # What the kubelet of the default node image keeps of a node (gpustack.clouds.kubelet).
     kubelet_reservation: ClassVar[KubeletReservation] = TIERED
+    # The root / boot volume sizes a node pool takes, GiB: (smallest, largest, source).
+    disk_gib_range: ClassVar[tuple[int, int, str]] = (1, 65536, "")
+    # The target setting that lists the zones (or availability domains) the pools launch in, if any.
+    zone_setting: ClassVar[str | None] = None
+    # Where a reserved floor lands when `floor_spread` gives nothing: said in a plan warning, since a
+    # zone outage then takes the whole floor (None: the reservation is not zonal, nothing to say).
+    single_zone_floor: ClassVar[str | None] = None
 
     @property
     def bundle(self) -> str:
@@ -206,6 +214,36 @@ class Cloud:
         if not self.supports(Feature.SPOT):
             return self.unsupported[Feature.SPOT]
         return None
+
+    def capacity_refusal(self, row: "InstanceType", capacity: str) -> str | None:
+        """None when the cloud accepts `row` on `capacity` (spot | on-demand | reserved), else why it
+        refuses, with the source. The planner never chooses a refused pair: it picks another type, or
+        another capacity with a warning, or reports a located error (`gpustack.plan.choices`)."""
+        if capacity == "spot":
+            return self.spot_available(row.name)
+        return None
+
+    def zone_problems(self, region: str, zones: tuple[str, ...]) -> list[str]:
+        """Why some of a target's `zones` (as its settings name them) cannot be used in `region`."""
+        del region, zones
+        return []
+
+    def zones_offering(self, gpu: str, instance_type: str, zones: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The zones of `zones` that offer `instance_type` with `gpu`; None when the cloud publishes no
+        per-zone list (every zone is then assumed to)."""
+        del gpu, instance_type, zones
+        return None
+
+    def zones_in_region(self, gpu: str, region: str) -> tuple[str, ...]:
+        """The zones of `region` that offer `gpu`, when the cloud publishes them (for messages)."""
+        del gpu, region
+        return ()
+
+    def floor_spread(self, zones: tuple[str, ...], nodes: int) -> tuple[tuple[str, int], ...]:
+        """A reserved floor of `nodes` split over `zones`, one reservation per zone, where the cloud
+        and its backend can do it; () when the floor sits in one zone (`single_zone_floor` says why)."""
+        del zones, nodes
+        return ()
 
     def check_pool(self, pool: "Pool") -> list[str]:
         """Problems with a planned pool on this cloud, checked before anything is rendered because the

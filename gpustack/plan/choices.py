@@ -13,7 +13,7 @@ from gpustack.clouds import Cloud
 from gpustack.plan.asks import Ask
 from gpustack.plan.nodes import allocatable
 from gpustack.plan.prices import PriceBook
-from gpustack.spec.model import JOB_KINDS, Workload
+from gpustack.spec.model import CAPACITIES, JOB_KINDS, Workload
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,39 +109,60 @@ def slots_per_node(row: InstanceType, ask: Ask, cloud: Cloud) -> int:
     return max(slots, 0)
 
 
+# When the cloud refuses a capacity for every type that fits, the capacity the workload falls back to
+# (with a warning): spot -> on-demand keeps a job running at a higher price; a floor the cloud cannot
+# reserve still runs, on on-demand nodes the autoscaler keeps but nothing guarantees. On-demand has
+# no fallback: spot would change what the workload risks, so that is an error.
+FALLBACK_CAPACITY = {"spot": "on-demand", "reserved": "on-demand"}
+
+
 @dataclasses.dataclass(frozen=True)
 class Choice:
-    row: InstanceType
+    row: InstanceType | None  # None: the cloud refuses every fitting type on the capacity (and its fallback)
     capacity: str
-    fallback_reason: str | None  # why spot was not possible, when it was asked for
+    fallback_reason: str | None  # why the asked capacity was not possible, when the choice fell back
+    refusal: str | None = None  # why nothing could be chosen, when row is None
+
+
+def fitting_rows(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, cloud: Cloud) -> list[tuple[InstanceType, int]]:
+    return [(row, slots) for row in rows if row.gpu == gpu.name and (slots := slots_per_node(row, ask, cloud)) > 0]
+
+
+def accepted_capacities(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, cloud: Cloud) -> list[str]:
+    """The capacities on which the cloud accepts at least one type that fits: what would work."""
+    fitting = fitting_rows(rows, gpu, ask, cloud)
+    return [c for c in CAPACITIES if any(cloud.capacity_refusal(row, c) is None for row, _ in fitting)]
 
 
 def choose_instance(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, replicas: int, capacity: str,
-                    cloud: Cloud, prices: PriceBook) -> Choice | None:
+                    cloud: Cloud, prices: PriceBook, may_fall_back: bool = True) -> Choice | None:
     """The instance type that carries the workload's peak `replicas` for the least money.
 
     Cost = nodes needed x price for this capacity type, so a handful of replicas is not put on an
     8-GPU machine whose price per replica only looks low when it is full. Ties go to the lower price
-    per replica, then to the node with fewer GPUs (a smaller failure domain), then to the name. Spot
-    asks fall back to on-demand when the cloud cannot run any fitting type as spot.
+    per replica, then to the node with fewer GPUs (a smaller failure domain), then to the name. Types
+    the cloud refuses on this capacity are never chosen (`Cloud.capacity_refusal`); when it refuses
+    every fitting type, the ask falls back to FALLBACK_CAPACITY if `may_fall_back`. None: nothing fits.
     """
-    fitting = [(row, slots) for row in rows if row.gpu == gpu.name and (slots := slots_per_node(row, ask, cloud)) > 0]
+    fitting = fitting_rows(rows, gpu, ask, cloud)
     if not fitting:
         return None
     reason = None
-    if capacity == "spot":
-        spot_ok = [(row, slots) for row, slots in fitting if cloud.spot_available(row.name) is None]
-        if not spot_ok:
-            reason = cloud.spot_available(fitting[0][0].name)
-            capacity = "on-demand"
-        else:
-            fitting = spot_ok
+    accepted = [(row, slots) for row, slots in fitting if cloud.capacity_refusal(row, capacity) is None]
+    if not accepted:
+        reason = "; ".join(dict.fromkeys(str(cloud.capacity_refusal(row, capacity)) for row, _ in fitting))
+        fallback = FALLBACK_CAPACITY.get(capacity) if may_fall_back else None
+        accepted = [(row, slots) for row, slots in fitting
+                    if fallback is not None and cloud.capacity_refusal(row, fallback) is None]
+        if fallback is None or not accepted:
+            return Choice(None, capacity, None, reason)
+        capacity = fallback
+
     def cost(row_slots: tuple[InstanceType, int]) -> tuple[float, float, int, str]:
         row, slots = row_slots
         hourly = prices.for_capacity(row, capacity).usd_per_node_hour
         nodes = -(-max(replicas, 1) // slots)
         return (round(nodes * hourly, 6), hourly / slots, row.gpus, row.name)
 
-    best = min(fitting, key=cost)
-    row, _ = best
+    row, _ = min(accepted, key=cost)
     return Choice(row, capacity, reason)

@@ -128,6 +128,11 @@ class Pool:
     # Labels the pool's workloads give with different values (or some not at all), so no node label
     # carries them: key -> ((workload, value or ""), ...).
     label_conflicts: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+    disk_gib: int = 0  # root / boot volume of each node
+    disk_reason: str = ""
+    zones: tuple[str, ...] = ()  # the zones the pool launches in, when the plan names them (else the target's)
+    # A reserved floor spread over zones, one reservation per zone: (zone, nodes); () = one reservation
+    reservations: tuple[tuple[str, int], ...] = ()
 
     @property
     def attribution(self) -> dict[str, str]:
@@ -357,6 +362,9 @@ def _pool(p: Pool) -> dict[str, Any]:
         "notes": list(p.notes),
         **({"labels_not_shared": {key: dict(values) for key, values in p.label_conflicts}}
            if p.label_conflicts else {}),
+        "disk": {"size_gib": p.disk_gib, "reason": p.disk_reason},
+        "zones": list(p.zones),
+        "reservations": [{"zone": zone, "nodes": nodes} for zone, nodes in p.reservations],
     }
 
 

@@ -18,12 +18,14 @@ from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
 from gpustack.plan import fallback
 from gpustack.plan.asks import Ask, AskError, decide
-from gpustack.plan.choices import Part, capacity_parts, choose_instance
+from gpustack.plan.disks import default_disk_gib
+from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
 from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target, Workload
 from gpustack.spec.units import timezone_advice
+from gpustack.spec.load import pinned_key
 from gpustack.spec.yamlsource import path_str
 
 # Plan pool names double as label values (gpustack.dev/pool) and NVIDIA config names: DNS labels.
@@ -76,6 +78,7 @@ class _TargetPlanner:
 
     def plan(self) -> TargetPlan | None:
         before = len(self.problems)
+        zones = self.target_zones()
         workloads = sorted((self.spec.workload(n) for n in self.target.workloads), key=lambda w: w.name)
         if not workloads:
             self.warn("no-workloads", f"target {self.target.name!r} has no workloads: nothing to plan")
@@ -101,6 +104,7 @@ class _TargetPlanner:
         pools.sort(key=lambda p: p.name)
         self.check_names(pools)
         self.check_reservation_settings(pools)
+        pools = [self.placed(pool, zones) for pool in pools]
         pools = list(fallback.mark_pools(pools, self.cloud))  # GKE: the pools' ComputeClass label and taint
         found, unordered = fallback.notes(pools, self.cloud)
         self.notes.extend(found)
@@ -123,6 +127,11 @@ class _TargetPlanner:
             return []
         gpu = self.catalog.gpu(workload.gpu)
         assert gpu is not None
+        smallest, largest, source = self.cloud.disk_gib_range
+        if workload.disk_gib is not None and not smallest <= workload.disk_gib <= largest:
+            self.problem(workload, "disk", f"{workload.disk_gib}Gi is outside what {self.cloud.display_name} takes for "
+                                           f"a node's root volume: {smallest}Gi to {largest}Gi ({source})")
+            return []
         try:
             ask = decide(workload, gpu, self.cloud)
         except AskError as exc:
@@ -143,16 +152,28 @@ class _TargetPlanner:
                 continue  # the main part already runs on on-demand: no fallback needed
             pinned = workload.pinned_instance(self.target.cloud)
             rows = tuple(r for r in self.rows if r.name == pinned) if pinned else self.rows
-            choice = choose_instance(rows, gpu, ask, part.replicas, part.capacity, self.cloud, self.prices)
+            # What the spec pins (a capacity, an instance type) is never swapped for something else.
+            choice = choose_instance(rows, gpu, ask, part.replicas, part.capacity, self.cloud, self.prices,
+                                     may_fall_back=workload.capacity is None and pinned is None)
             if choice is None:
                 self.problem(workload, "gpus" if ask.mode == "none" else "gpu",
                              self.no_fit_message(workload, gpu, ask, pinned))
                 return []
-            if choice.fallback_reason:
+            if choice.row is None:
+                self.refused(workload, gpu, ask, part.capacity, pinned, choice.refusal or "")
+                return []
+            if choice.fallback_reason and part.capacity == "spot":
                 self.warn("spot-unavailable", f"{workload.name!r} asked for spot, but {choice.fallback_reason}: it "
                                               "runs on on-demand", workload.name)
                 part = dataclasses.replace(part, capacity="on-demand", why=part.why + "; no spot for this shape")
                 main_on_demand = True
+            elif choice.fallback_reason:
+                self.warn("reservation-unavailable",
+                          f"{workload.name!r} has a reserved floor, but {choice.fallback_reason}: the floor runs on "
+                          "on-demand nodes that the pool keeps (min_nodes) but no reservation guarantees",
+                          workload.name)
+                part = dataclasses.replace(part, capacity="on-demand", role="burst",
+                                           why=part.why + "; on on-demand, as the cloud cannot reserve this shape")
             elif part.capacity == "spot" and self.prices.spot(choice.row) is None:
                 self.warn("no-spot-price", f"no spot price is known for {choice.row.name} in {self.target.region}: "
                                            f"{workload.name!r} is estimated at the on-demand price (set "
@@ -161,6 +182,29 @@ class _TargetPlanner:
             hours = self.hours(workload, part)
             out.append((key, Demand(workload, ask, part, choice.row, hours)))
         return out
+
+    def refused(self, workload: Workload, gpu: GpuModel, ask: Ask, capacity: str, pinned: str | None,
+                reason: str) -> None:
+        """A located error for a capacity (or a pinned type) the cloud refuses, with what would work."""
+        offered = tuple(r for r in self.rows if r.name == pinned) if pinned else self.rows
+        works = accepted_capacities(offered, gpu, ask, self.cloud)
+        if pinned:
+            fitting = fitting_rows(self.rows, gpu, ask, self.cloud)
+            types = sorted(r.name for r, _ in fitting if self.cloud.capacity_refusal(r, capacity) is None)
+            field_path = ("workloads", workload.index, "instance_types",
+                          pinned_key(self.spec.source, workload.index, self.target.cloud))
+            what = f"the pinned {pinned}"
+            instead = (f"pin a type it accepts on {capacity} ({', '.join(types)})" if types
+                       else f"no {gpu.name} type here takes {capacity}")
+        else:
+            field_path = ("workloads", workload.index, "capacity" if workload.capacity else "gpu")
+            what = f"every {gpu.name} type that holds a replica"
+            instead = ""
+        others = [c for c in works if c != capacity]
+        options = ([instead] if instead else []) + ([f"capacity: {' or '.join(others)}"] if others else [])
+        self.problem(workload, "", f"{self.cloud.display_name} in {self.target.region} refuses {capacity} capacity "
+                                   f"for {what}: {reason}; what would work: {'; or '.join(options) or 'nothing here'}",
+                     path=field_path)
 
     def no_fit_message(self, workload: Workload, gpu: GpuModel, ask: Ask, pinned: str | None = None) -> str:
         rows = [r for r in self.rows if r.gpu == gpu.name and (pinned is None or r.name == pinned)]
@@ -195,9 +239,11 @@ class _TargetPlanner:
         else:
             sharing = "whole"
         schedule = workload.schedule
+        disk = workload.disk_gib if workload.disk_gib != default_disk_gib(gpu) else None
         return PoolKey(workload.kind, gpu.name, sharing, part.capacity, part.role == "fallback", instance,
                        (schedule.canonical_days, schedule.canonical_hours, schedule.timezone) if schedule else None,
-                       tuple(self.spec.label_of(workload, key) for key in self.spec.split_by))
+                       tuple(self.spec.label_of(workload, key) for key in self.spec.split_by),
+                       disk)
 
     @staticmethod
     def hours(workload: Workload, part: Part) -> float:
@@ -270,6 +316,42 @@ class _TargetPlanner:
                 path = ("workloads", giver.index, "labels", key)
             for message in messages:
                 self.problems.append(Problem(self.spec.source.where_key(path), path_str(path), message))
+
+    # -- zones --------------------------------------------------------------------------------
+    def target_zones(self) -> tuple[str, ...]:
+        """The zones the target's settings name (none: the cloud's default placement), each checked
+        against the target's region."""
+        setting = self.cloud.zone_setting
+        zones = tuple(str(z) for z in (self.target.setting(setting) or ())) if setting else ()  # type: ignore[attr-defined]
+        for j, zone in enumerate(zones):
+            for message in self.cloud.zone_problems(self.target.region, (zone,)):
+                self.problem(None, "", message, path=("targets", self.target.index, "settings", setting, j))
+        return zones
+
+    def placed(self, pool: Pool, zones: tuple[str, ...]) -> Pool:
+        """The pool with the zones that offer its GPU, and its reserved floor spread over them."""
+        setting = self.cloud.zone_setting
+        here = zones
+        if zones:
+            offering = self.cloud.zones_offering(pool.gpu, pool.instance_type, zones)
+            if offering is not None and not offering:
+                where = self.cloud.zones_in_region(pool.gpu, self.target.region)
+                self.problem(None, "", f"pool {pool.name!r}: no zone of settings.{setting} ({', '.join(zones)}) offers "
+                                       f"{pool.gpu}; zones of {self.target.region} that do: "
+                                       f"{', '.join(where) or 'none known'}",
+                             path=("targets", self.target.index, "settings", setting))
+                return pool
+            if offering is not None and offering != zones:
+                here = offering
+                pool = dataclasses.replace(pool, notes=pool.notes + (
+                    f"Placed in {', '.join(offering)}: the other zones of settings.{setting} do not offer "
+                    f"{pool.gpu}.",))
+        spread = self.cloud.floor_spread(here, pool.reserved_nodes) if pool.reserved_nodes else ()
+        if pool.reserved_nodes >= 2 and not spread and self.cloud.single_zone_floor:
+            self.warn("floor-single-zone", f"the reserved floor of pool {pool.name!r} ({pool.reserved_nodes} nodes) "
+                                           f"sits in one zone, so a zone outage takes all of it: "
+                                           f"{self.cloud.single_zone_floor}", pool=pool.name)
+        return dataclasses.replace(pool, zones=here, reservations=spread)
 
     def check_names(self, pools: list[Pool]) -> None:
         seen: dict[str, str] = {}

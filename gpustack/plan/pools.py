@@ -14,6 +14,7 @@ from gpustack.catalog.mig import InvalidLayout, MigModel
 from gpustack.clouds import Cloud, Feature, NameRule
 from gpustack.plan.asks import Ask
 from gpustack.plan.bounds import ceil_bound
+from gpustack.plan.disks import default_disk_gib, disk_reason
 from gpustack.plan.choices import Part
 from gpustack.plan.fractions import pack_fractions
 from gpustack.plan.mig_packing import nodes_for, pack_mig
@@ -58,6 +59,7 @@ class PoolKey:
     instance: str
     schedule: tuple[str, str, str] | None  # (days, hours, timezone)
     split: tuple[str, ...] = ()  # the workloads' values of the spec's `pools.split_by` keys
+    disk: int | None = None  # root volume GiB asked by the spec, when not the default (a pool has one size)
 
     def readable(self) -> str:
         parts = [_KIND_TAGS[self.kind], self.gpu, "" if self.sharing == "whole" else self.sharing,
@@ -65,6 +67,8 @@ class PoolKey:
         if self.schedule:
             parts.append(schedule_tag(self.schedule))
         parts.extend(value or "none" for value in self.split)
+        if self.disk is not None:
+            parts.append(f"disk{self.disk}")
         return "-".join(slug(p) for p in parts if p)
 
     def name(self) -> str:
@@ -181,6 +185,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     notes.extend(_packing_notes(gpus, carried_demands, nodes, sharing))
     if share is not None and share.note:
         notes.append(share.note)
+    disk = key.disk if key.disk is not None else default_disk_gib(gpu)
     return Pool(
         name=name,
         cloud_name=cloud.pool_name(name, key.compact()),
@@ -213,6 +218,8 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
         notes=tuple(notes),
         standby_node_hours=standby,
         label_conflicts=_label_conflicts(spec, carried_demands),
+        disk_gib=disk,
+        disk_reason=disk_reason(gpu, key.disk),
     )
 
 

@@ -50,7 +50,7 @@ TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
-                     "sharing", "namespace", "instance_types", "burst_share")
+                     "sharing", "namespace", "instance_types", "burst_share", "disk")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 ADD_ROWS = "add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog refresh"
 
@@ -385,6 +385,7 @@ class _SpecReader(Reader):
             if kind and kind != "inference":
                 self.problem(field["burst_share"], f"burst_share is for inference (the burst above replicas.min), "
                                                    f"not {kind}")
+        disk = self.parsed(field["disk"], value["disk"], units.parse_disk_gib) if "disk" in value else None
         if len(self.problems) > before:
             return BAD
         return Workload(
@@ -393,6 +394,7 @@ class _SpecReader(Reader):
             schedule=schedule, hours_per_month=hours, runs_per_month=runs, requests_per_hour=requests,
             labels=labels, capacity=capacity, sharing=sharing, namespace=namespace, index=index, instance_types=pins,
             burst_share=burst_share,
+            disk_gib=disk,
         )
 
     def instance_pins(self, path: Path, value: Any) -> Any:

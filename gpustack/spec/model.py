@@ -109,6 +109,7 @@ class Workload:
     instance_types: tuple[tuple[str, str], ...] = ()
     # inference: the expected share of the burst's peak node-hours actually used (the range's low end)
     burst_share: float | None = None
+    disk_gib: int | None = None  # root / boot volume per node, as asked (None: the default for the GPU)
 
     def pinned_instance(self, cloud: str) -> str | None:
         return dict(self.instance_types).get(cloud)

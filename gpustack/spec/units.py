@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from gpustack.errors import did_you_mean, show
@@ -35,6 +36,18 @@ def parse_memory_gib(value: object) -> float:
     if gib > MAX_MEMORY_GIB:
         raise ValueError(f"{show(value)} is more than {MAX_MEMORY_GIB // 1024} TiB; no node has that much")
     return gib
+
+
+MIN_DISK_GIB = 30  # room for the OS and one CUDA image; each cloud's own limits are checked per target
+
+
+def parse_disk_gib(value: object) -> int:
+    """'300Gi' -> 300; '1Ti' -> 1024; '500G' -> 466 (whole GiB, rounded up)."""
+    gib = parse_memory_gib(value)
+    whole = math.ceil(gib - 1e-9)
+    if whole < MIN_DISK_GIB:
+        raise ValueError(f"{show(value)} is less than {MIN_DISK_GIB}Gi: too small for a GPU node's OS and images")
+    return whole
 
 
 def parse_cpu(value: object) -> float:

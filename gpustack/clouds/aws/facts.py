@@ -154,6 +154,11 @@ class EKS(Cloud):
                           "https://www.pulumi.com/registry/packages/aws/api-docs/eks/nodegroup/")
     # Managed node groups label nodes with their capacity type; EKS adds no spot taint, so
     # gpustack declares one on spot pools (secondary sources, see docs/clouds.md).
+    # gp3 root volumes: 1 GiB to 16 TiB (https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html).
+    disk_gib_range = (1, 16384, "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html")
+    single_zone_floor = ("an EC2 capacity reservation is zonal, and the floor's node group launches in the zone of "
+                         "settings.subnet_ids[0]; reserve more zones by hand to spread it "
+                         f"({_CAPACITY_RESERVATION_API})")
     spot_node_label = ("eks.amazonaws.com/capacityType", "SPOT")
     spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")
     # The AL2023 NVIDIA AMIs carry the driver and the container toolkit: "you must disable the operator

@@ -11,10 +11,12 @@ import re
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
+from gpustack.clouds import _azure_acceptance as acceptance
 from gpustack.clouds._enums import Allowed, check_enums
 from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
+    from gpustack.catalog import InstanceType
     from gpustack.plan.model import Pool
 
 # Enum values of the agent-pool API (REST API 2025-09-01, the containerservice enums of
@@ -116,6 +118,8 @@ class AKS(Cloud):
                                    "mixed profiles exist only in a preview API",
         Feature.NATIVE_SCHEDULE: "AKS has no scheduled scaling of agent pools; the in-cluster auto-stop covers it",
     }
+    # osDiskSizeGB: at most 2048 (AGENT_POOL_API); 30 GiB is the smallest Linux node image disk.
+    disk_gib_range = (30, 2048, AGENT_POOL_API)
     # Spot pools get this label and taint from AKS (confirmed in the AKS spot node pool docs).
     # gpuInstanceProfile partitions the pool's GPUs; the device plugin still needs a MIG strategy.
     native_mig_partitioning = True
@@ -125,6 +129,13 @@ class AKS(Cloud):
     # without the operator (https://learn.microsoft.com/en-us/azure/aks/use-nvidia-gpu).
     image_has_gpu_driver = True
     image_has_container_toolkit = True
+
+    def capacity_refusal(self, row: "InstanceType", capacity: str) -> str | None:
+        if capacity == "reserved":
+            return acceptance.reservation_refusal(row.name)
+        if capacity == "spot":
+            return acceptance.spot_refusal(row.name, row.region, row.spot)
+        return None
 
     def mig_profiles(self, gpu: str, mig_profiles: tuple[str, ...]) -> tuple[str, ...]:
         del gpu

@@ -7,10 +7,12 @@ import re
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
+from gpustack.clouds import _gcp_acceptance as acceptance
 from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.base import COMPUTE_CLASS, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
+    from gpustack.catalog import InstanceType
     from gpustack.plan.model import Pool
 
 _GKE_GPUS = "https://cloud.google.com/kubernetes-engine/docs/how-to/gpus"
@@ -223,8 +225,38 @@ class GKE(Cloud):
     native_sharing = frozenset({"time-slicing", "mps", "mig"})
     native_mig_partitioning = True
     # gcp.compute.Reservation is zonal (its `zone` argument is required).
-    reservation_needs = ("node_locations", "GKE capacity reservations are zonal: the first zone of "
-                                           "settings.node_locations holds the reservation")
+    reservation_needs = ("node_locations", "GKE capacity reservations are zonal: each zone of "
+                                           "settings.node_locations holds its part of a reserved floor")
+    # NodeConfig.diskSizeGb: "The smallest allowed disk size is 10GB" (_GKE_API); 64 TB is the largest
+    # persistent disk (https://cloud.google.com/compute/docs/disks#introduction).
+    disk_gib_range = (10, 65536, _GKE_API)
+    zone_setting = "node_locations"
+    single_zone_floor = ("GKE reservations are zonal, and one zone of settings.node_locations offers the pool's GPU; "
+                         "add another zone that offers it to spread the floor, one reservation per zone")
+
+    def capacity_refusal(self, row: "InstanceType", capacity: str) -> str | None:
+        return acceptance.capacity_refusal(row.name, capacity) or super().capacity_refusal(row, capacity)
+
+    def zone_problems(self, region: str, zones: tuple[str, ...]) -> list[str]:
+        return [f"{zone!r} is a zone of {acceptance.region_of(zone)}, not of the target's region {region} "
+                f"({acceptance.REGIONS_ZONES_SOURCE})" for zone in zones if acceptance.region_of(zone) != region]
+
+    def zones_offering(self, gpu: str, instance_type: str, zones: tuple[str, ...]) -> tuple[str, ...] | None:
+        del instance_type  # the published lists are per GPU
+        return acceptance.zones_offering(gpu, zones)
+
+    def zones_in_region(self, gpu: str, region: str) -> tuple[str, ...]:
+        """The zones of `region` that offer `gpu`, for messages."""
+        return acceptance.zones_of_region_offering(gpu, region)
+
+    def floor_spread(self, zones: tuple[str, ...], nodes: int) -> tuple[tuple[str, int], ...]:
+        # One specific reservation per zone, all under the pool's reservation name (names are unique
+        # per project and zone), so the pool's reservation affinity matches each zone's part.
+        used = zones[:nodes]
+        if len(used) < 2:
+            return ()
+        share, extra = divmod(nodes, len(used))
+        return tuple((zone, share + (1 if i < extra else 0)) for i, zone in enumerate(used))
 
     def mig_profiles(self, gpu: str, mig_profiles: tuple[str, ...]) -> tuple[str, ...]:
         allowed = _PARTITION_SIZES.get(gpu, ())

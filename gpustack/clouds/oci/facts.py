@@ -98,6 +98,21 @@ class OKE(Cloud):
     image_has_gpu_driver = True
     image_has_container_toolkit = True
 
+    # Boot volumes: 50 GB to 32 TB (https://docs.oracle.com/en-us/iaas/Content/Block/Concepts/bootvolumes.htm).
+    disk_gib_range = (50, 32768, "https://docs.oracle.com/en-us/iaas/Content/Block/Concepts/bootvolumes.htm")
+    zone_setting = "availability_domains"
+    single_zone_floor = ("an OCI capacity reservation holds one shape in one availability domain, and OKE puts the "
+                         "floor in the first one; reserve per domain by hand to spread it "
+                         "(https://docs.oracle.com/en-us/iaas/Content/Compute/Tasks/reserve-capacity.htm)")
+
+    def zone_problems(self, region: str, zones: tuple[str, ...]) -> list[str]:
+        # An availability domain is named <tenancy prefix>:<REGION without its number>-AD-<n>, e.g.
+        # Uocm:US-ASHBURN-AD-1 in us-ashburn-1 (https://docs.oracle.com/en-us/iaas/Content/General/Concepts/regions.htm).
+        key = region.rsplit("-", 1)[0].upper()
+        return [f"{zone!r} is not an availability domain of {region} (those end in {key}-AD-<n>; "
+                "https://docs.oracle.com/en-us/iaas/Content/General/Concepts/regions.htm)"
+                for zone in zones if not zone.split(":", 1)[-1].startswith(f"{key}-AD-")]
+
     def spot_available(self, instance_type: str) -> str | None:
         if instance_type.startswith("BM."):
             return f"bare-metal shapes such as {instance_type} cannot be preemptible ({_PREEMPTIBLE})"
