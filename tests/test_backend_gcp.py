@@ -49,35 +49,40 @@ def test_training_pool_is_spot_with_the_gpu_taint_and_gke_installed_driver(decla
     assert inputs["autoscaling"] == {"totalMinNodeCount": 0, "totalMaxNodeCount": 2, "locationPolicy": "ANY"}
     assert inputs["name"] == pool.cloud_name and inputs["cluster"] == "ml-prod"
     assert inputs["location"] == "us-central1" and inputs["project"] == "acme-ml-prod"
-    assert inputs["nodeLocations"] == ["us-central1-a", "us-central1-b"]
+    assert inputs["nodeLocations"] == ["us-central1-a", "us-central1-b", "us-central1-c"]  # all offer H100
+    assert config["diskSizeGb"] == pool.disk_gib == 500
     assert config["labels"] == dict(pool.labels)
     assert config["resourceLabels"] == {"team": "ml-platform", "cost-center": "4711", "environment": "prod",
                                         "model": "llama-70b", "experiment-id": "exp-42"}
 
 
-def test_inference_floor_consumes_its_own_specific_reservation(declared, target):
+def test_inference_floor_consumes_its_own_specific_reservations_one_per_zone(declared, target):
     floors = [p for p in target.pools if p.capacity == "reserved"]
     assert len(floors) == 3  # one per MIG profile: GKE takes one partition size per pool
+    assert any(len(p.reservations) == 2 for p in floors)  # a floor of two nodes is spread over two zones
     for pool in floors:
-        [reservation] = [r.inputs for r in declared if r.type == RESERVATION and r.name == f"{pool.name}-reservation"]
-        assert reservation["zone"] == "us-central1-a" and reservation["specificReservationRequired"] is True
-        assert reservation["specificReservation"] == {
-            "count": pool.reserved_nodes,
-            "instanceProperties": {"machineType": pool.instance_type, "guestAccelerators": [
-                {"acceleratorType": "nvidia-a100-80gb", "acceleratorCount": pool.gpus_per_node}]}}
+        parts = dict(pool.reservations) or {pool.zones[0]: pool.reserved_nodes}
+        reservations = [r.inputs for r in declared if r.type == RESERVATION and r.name.startswith(f"{pool.name}-reservation")]
+        assert {r["zone"]: r["specificReservation"]["count"] for r in reservations} == parts
+        assert len({r["name"] for r in reservations}) == 1  # one name, unique per zone
+        for reservation in reservations:
+            assert reservation["specificReservationRequired"] is True
+            assert reservation["specificReservation"]["instanceProperties"] == {
+                "machineType": pool.instance_type, "guestAccelerators": [
+                    {"acceleratorType": "nvidia-a100-80gb", "acceleratorCount": pool.gpus_per_node}]}
         inputs = node_pool(declared, pool)
         assert inputs["nodeConfig"]["reservationAffinity"] == {
             "consumeReservationType": "SPECIFIC_RESERVATION", "key": "compute.googleapis.com/reservation-name",
-            "values": [reservation["name"]]}
-        assert inputs["nodeLocations"] == ["us-central1-a"]
+            "values": [reservations[0]["name"]]}
+        assert inputs["nodeLocations"] == sorted(parts)
         assert "spot" not in inputs["nodeConfig"]
         assert inputs["autoscaling"] == {"totalMinNodeCount": pool.reserved_nodes,
                                          "totalMaxNodeCount": pool.reserved_nodes}
-        assert inputs["initialNodeCount"] == pool.reserved_nodes
+        assert inputs["initialNodeCount"] == -(-pool.reserved_nodes // len(parts))  # per zone
         [profile] = {p for g in pool.sharing.mig for p, _ in g.layout}
         assert inputs["nodeConfig"]["guestAccelerators"][0]["gpuPartitionSize"] == profile
-    names = [r.inputs["name"] for r in declared if r.type == RESERVATION]
-    assert sorted(names) == sorted(f"ml-prod-{p.cloud_name}" for p in floors)
+    names = {r.inputs["name"] for r in declared if r.type == RESERVATION}
+    assert names == {f"ml-prod-{p.cloud_name}" for p in floors}
 
 
 def test_notebooks_are_time_shared_with_the_planned_clients_and_no_cloud_schedule(declared, target):

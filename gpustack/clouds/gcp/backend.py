@@ -40,30 +40,37 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
 def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
     settings = dict(target.settings)
     project = settings.get("project")
-    zones = [str(z) for z in settings.get("node_locations") or ()]  # type: ignore[attr-defined]
+    # The plan's zones: those of settings.node_locations that offer the pool's GPU.
+    zones = list(pool.zones)
     accelerator = gke.accelerator_type(pool.gpu, pool.instance_type)
     outputs: dict[str, Any] = {}
     reservation_affinity = None
     if pool.reserved_nodes:
-        zones = zones[:1]  # reservations are zonal: the floor lives in the first zone
-        reservation = gcp.compute.Reservation(
-            f"{pool.name}-reservation",
-            name=gke.reservation_name(target.cluster, pool.cloud_name),
-            zone=zones[0],
-            project=project,
-            specific_reservation=gcp.compute.ReservationSpecificReservationArgs(
-                count=pool.reserved_nodes,
-                instance_properties=gcp.compute.ReservationSpecificReservationInstancePropertiesArgs(
-                    machine_type=pool.instance_type,
-                    guest_accelerators=[
-                        gcp.compute.ReservationSpecificReservationInstancePropertiesGuestAcceleratorArgs(
-                            accelerator_type=accelerator, accelerator_count=pool.gpus_per_node)])),
-            # Only node pools that name it may consume it, so other VMs cannot eat the floor.
-            specific_reservation_required=True,
-            opts=opts)
+        # Reservations are zonal: one per zone of the plan's spread (all under the pool's reservation
+        # name, unique per zone), else the whole floor in the first zone.
+        parts = list(pool.reservations) or [(zones[0], pool.reserved_nodes)]
+        zones = [zone for zone, _ in parts]
+        name = gke.reservation_name(target.cluster, pool.cloud_name)
+        for zone, count in parts:
+            suffix = "" if len(parts) == 1 and not pool.reservations else f"-{zone}"
+            gcp.compute.Reservation(
+                f"{pool.name}-reservation{suffix}",
+                name=name,
+                zone=zone,
+                project=project,
+                specific_reservation=gcp.compute.ReservationSpecificReservationArgs(
+                    count=count,
+                    instance_properties=gcp.compute.ReservationSpecificReservationInstancePropertiesArgs(
+                        machine_type=pool.instance_type,
+                        guest_accelerators=[
+                            gcp.compute.ReservationSpecificReservationInstancePropertiesGuestAcceleratorArgs(
+                                accelerator_type=accelerator, accelerator_count=pool.gpus_per_node)])),
+                # Only node pools that name it may consume it, so other VMs cannot eat the floor.
+                specific_reservation_required=True,
+                opts=opts)
         reservation_affinity = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-            consume_reservation_type=gke.RESERVATION_AFFINITY, key=gke.RESERVATION_KEY, values=[reservation.name])
-        outputs["reservation_name"] = reservation.name
+            consume_reservation_type=gke.RESERVATION_AFFINITY, key=gke.RESERVATION_KEY, values=[name])
+        outputs["reservation_name"] = name
     node_pool = gcp.container.NodePool(
         f"{pool.name}-node-pool",
         name=pool.cloud_name,
@@ -77,6 +84,7 @@ def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> 
             location_policy=gke.SPOT_LOCATION_POLICY if pool.capacity == "spot" else None),
         node_config=gcp.container.NodePoolNodeConfigArgs(
             machine_type=pool.instance_type,
+            disk_size_gb=pool.disk_gib,
             spot=True if pool.capacity == "spot" else None,
             labels=dict(pool.labels),
             resource_labels=gke.resource_labels(pool),
