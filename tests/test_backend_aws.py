@@ -75,11 +75,39 @@ def test_inference_floor_is_on_demand_in_a_targeted_capacity_reservation(declare
     assert node_group["instanceTypes"] == ["p4de.24xlarge"]
 
 
-def test_pools_without_a_reservation_use_every_subnet_and_no_launch_template(declared, target):
+def test_pools_without_a_reservation_use_every_subnet(declared, target):
     pool = pool_of(target, "inference", "on-demand")
     node_group = one(declared, NODE_GROUP, f"{pool.name}-node-group").inputs
     assert node_group["subnetIds"] == ["subnet-0a1b2c3d4e5f60718", "subnet-0c2d3e4f5a6b70819"]
-    assert "launchTemplate" not in node_group
+    template = one(declared, "aws:ec2/launchTemplate:LaunchTemplate", f"{pool.name}-launch-template").inputs
+    assert "capacityReservationSpecification" not in template
+
+
+def test_every_pool_launches_from_a_template_that_tags_instances_volumes_and_interfaces(declared, target):
+    templates = {r.name: r.inputs for r in declared if r.type == "aws:ec2/launchTemplate:LaunchTemplate"}
+    assert len(templates) == len(target.pools)
+    for pool in target.pools:
+        template = templates[f"{pool.name}-launch-template"]
+        node_group = one(declared, NODE_GROUP, f"{pool.name}-node-group").inputs
+        assert node_group["launchTemplate"] == {"id": f"{pool.name}-launch-template-id", "version": "1"}
+        assert "diskSize" not in node_group  # EKS refuses disk_size together with a launch template
+        # Node-group tags stay on the node group; only these reach the bill (Cost Explorer by tag).
+        assert template["tagSpecifications"] == [{"resourceType": kind, "tags": pool.attribution}
+                                                 for kind in ("instance", "volume", "network-interface")]
+        assert pool.attribution["team"] == "ml-platform"
+        [root] = template["blockDeviceMappings"]
+        assert root == {"deviceName": "/dev/xvda", "ebs": {"volumeSize": pool.disk_gib, "volumeType": "gp3",
+                                                           "deleteOnTermination": "true", "encrypted": "true"}}
+        assert pool.disk_gib >= 150  # not the 20 GiB default a CUDA image fills
+
+
+def test_local_nvme_holds_the_kubelet_and_containerd(declared, target):
+    import base64
+    pool = pool_of(target, "training", "spot")  # p5.48xlarge: 8 x 3.84 TB NVMe
+    template = one(declared, "aws:ec2/launchTemplate:LaunchTemplate", f"{pool.name}-launch-template").inputs
+    user_data = base64.b64decode(template["userData"]).decode()
+    assert "Content-Type: application/node.eks.aws" in user_data
+    assert "kind: NodeConfig" in user_data and "strategy: RAID0" in user_data
 
 
 def test_notebooks_stop_and_start_on_their_schedule(declared, target):

@@ -8,6 +8,7 @@ target's name (the node role), so adding a workload never renames an existing re
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -70,7 +71,7 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
                 role_ready: list[pulumi.Resource], opts: pulumi.ResourceOptions) -> dict[str, Any]:
     tags = pool.attribution
     outputs: dict[str, Any] = {}
-    launch_template = None
+    reservation_spec = None
     if pool.reserved_nodes:
         # A reservation is zonal: the floor lives in the zone of the first subnet, and so does its
         # node group, which launches through a template that targets the reservation.
@@ -86,18 +87,13 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
             end_date_type=eks.RESERVATION_END_DATE_TYPE,
             tags=tags,
             opts=opts)
-        template = aws.ec2.LaunchTemplate(
-            f"{pool.name}-launch-template",
-            description=f"gpustack pool {pool.name}: launch into capacity reservation",
-            capacity_reservation_specification=aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
-                    capacity_reservation_id=reservation.id)),
-            tags=tags,
-            opts=opts)
-        # The instance type stays on the node group: EKS fails when both name one.
-        launch_template = aws.eks.NodeGroupLaunchTemplateArgs(
-            id=template.id, version=template.latest_version.apply(str))
+        reservation_spec = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                capacity_reservation_id=reservation.id))
         outputs["capacity_reservation_id"] = reservation.id
+    template = _launch_template(pool, reservation_spec, opts)
+    # The instance type stays on the node group: EKS fails when both name one.
+    launch_template = aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
     node_group = aws.eks.NodeGroup(
         f"{pool.name}-node-group",
         cluster_name=target.cluster,
@@ -122,6 +118,43 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
         _schedules(pool, asg_name, opts)
     outputs.update(node_pool_id=node_group.id, autoscaling_group_name=asg_name)
     return outputs
+
+
+def _launch_template(pool: Pool, reservation: aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None,
+                     opts: pulumi.ResourceOptions) -> aws.ec2.LaunchTemplate:
+    """The pool's launch template: attribution tags on the instance, its volumes and its network
+    interfaces; a root volume sized by the plan; local NVMe for the kubelet and containerd; and, for a
+    reserved floor, the capacity reservation to launch into."""
+    tags = pool.attribution
+    strategy = eks.local_storage_strategy(pool.instance_type)
+    return aws.ec2.LaunchTemplate(
+        f"{pool.name}-launch-template",
+        description=f"gpustack pool {pool.name}",
+        tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
+                            for kind in eks.TAGGED_AT_LAUNCH],
+        block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+            device_name=eks.ROOT_DEVICE,
+            ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                volume_size=pool.disk_gib, volume_type=eks.ROOT_VOLUME_TYPE, delete_on_termination="true",
+                encrypted="true"))],
+        user_data=node_config_user_data(strategy) if strategy else None,
+        capacity_reservation_specification=reservation,
+        tags=tags,
+        opts=opts)
+
+
+# nodeadm reads NodeConfig documents from a MIME multi-part user data; EKS merges its own part for the
+# cluster (https://awslabs.github.io/amazon-eks-ami/nodeadm/, "Configuration").
+_BOUNDARY = "GPUSTACK"
+
+
+def node_config_user_data(local_storage: str) -> str:
+    """Base64 user data with the NodeConfig that puts the kubelet and containerd on the local NVMe disks."""
+    body = (f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{_BOUNDARY}"\n\n'
+            f"--{_BOUNDARY}\nContent-Type: application/node.eks.aws\n\n"
+            "---\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  instance:\n    localStorage:\n"
+            f"      strategy: {local_storage}\n\n--{_BOUNDARY}--\n")
+    return base64.b64encode(body.encode("ascii")).decode("ascii")
 
 
 def _schedules(pool: Pool, asg_name: pulumi.Output[str], opts: pulumi.ResourceOptions) -> None:

@@ -60,6 +60,34 @@ RESERVATION_MATCH_CRITERIA = "targeted"
 RESERVATION_END_DATE_TYPE = "unlimited"
 
 
+# Every node group launches from its own launch template, for two things a node group alone cannot
+# do: tag what EC2 creates for a node (node-group tags stay on the node group: "tags are not propagated
+# to any other resources", https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html), so
+# Cost Explorer can split GPU spend by the attribution labels; and size the root volume for GPU images.
+# Resource types EC2 tags at launch (LaunchTemplateTagSpecificationRequest.ResourceType,
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_LaunchTemplateTagSpecificationRequest.html).
+TAGGED_AT_LAUNCH = ("instance", "volume", "network-interface")
+LAUNCH_TAG_RESOURCE_TYPES = frozenset({"instance", "volume", "network-interface", "spot-instances-request",
+                                       "elastic-gpu", "spot-fleet-request"})
+# The AL2023 EKS AMIs boot from /dev/xvda (their builds map it as the root device: launch_block_device_mappings
+# in clowdhaus/eksnode ami/al2023_amd64.pkrvars.hcl, which rebuilds the EKS AL2023 AMIs, and in
+# aws-samples/amazon-eks-custom-amis); gp3: the general-purpose SSD.
+ROOT_DEVICE = "/dev/xvda"
+ROOT_VOLUME_TYPE = "gp3"
+VOLUME_TYPES = frozenset({"standard", "io1", "io2", "gp2", "gp3", "sc1", "st1"})
+# GPU families whose every size has local NVMe instance store (https://docs.aws.amazon.com/ec2/latest/
+# instancetypes/ac.html#ac_instance-store). nodeadm assembles it as RAID0 and puts the kubelet's and
+# containerd's directories on it (NodeConfig spec.instance.localStorage.strategy RAID0,
+# https://awslabs.github.io/amazon-eks-ami/nodeadm/doc/api/), so images and emptyDir volumes land on NVMe.
+NVME_INSTANCE_STORE_FAMILIES = frozenset({"g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"})
+LOCAL_STORAGE_STRATEGY = "RAID0"
+LOCAL_STORAGE_STRATEGIES = frozenset({"RAID0", "RAID10", "Mount"})
+
+
+def local_storage_strategy(instance_type: str) -> str | None:
+    return LOCAL_STORAGE_STRATEGY if instance_family(instance_type) in NVME_INSTANCE_STORE_FAMILIES else None
+
+
 def instance_family(instance_type: str) -> str:
     return instance_type.split(".", 1)[0]
 
@@ -86,6 +114,11 @@ def pool_enums(pool: "Pool") -> list[EnumValue]:
     ]
     values += [EnumValue("taints.effect", f"taint effect {t.effect!r}", taint_effect(t.effect), TAINT_EFFECTS)
                for t in pool.taints]
+    values += [EnumValue("tag_specifications.resource_type", "", kind, LAUNCH_TAG_RESOURCE_TYPES)
+               for kind in TAGGED_AT_LAUNCH]
+    values.append(EnumValue("block_device_mappings.ebs.volume_type", "", ROOT_VOLUME_TYPE, VOLUME_TYPES))
+    if (strategy := local_storage_strategy(pool.instance_type)) is not None:
+        values.append(EnumValue("NodeConfig localStorage.strategy", "", strategy, LOCAL_STORAGE_STRATEGIES))
     if pool.reserved_nodes:
         values += [
             EnumValue("instance_platform", "a reserved floor", RESERVATION_INSTANCE_PLATFORM, INSTANCE_PLATFORMS),
