@@ -74,7 +74,10 @@ def test_one_node_pool_per_planned_pool_with_the_planned_shape_and_labels(exampl
         assert inputs["freeformTags"]["team"] == "ml-platform" and "gpustack.dev/pool" not in inputs["freeformTags"]
         # The cluster's version, and the newest x86 GPU image built for it (canned node-pool options).
         assert inputs["kubernetesVersion"] == "v1.31.1"
-        assert inputs["nodeSourceDetails"] == {"imageId": "ocid1.image.oc1.iad.aaaagpu", "sourceType": "IMAGE"}
+        # A boot volume sized for GPU images (the ~47 GB default fills with one), as a string in this API.
+        assert inputs["nodeSourceDetails"] == {"imageId": "ocid1.image.oc1.iad.aaaagpu", "sourceType": "IMAGE",
+                                               "bootVolumeSizeInGbs": str(pool.disk_gib)}
+        assert pool.disk_gib >= 150
 
 
 def test_preemptible_vm_pool_terminates_in_every_availability_domain(example, example_plan):
@@ -117,6 +120,8 @@ def test_every_pool_registers_its_taints_through_cloud_init(example, example_pla
     for pool in example_plan.pools:
         text = script(node_pools(example)[pool.name])
         assert text.startswith("#!/bin/bash\n") and "/var/run/oke-init.sh" in text
+        # The root filesystem grows onto the whole boot volume before the node joins.
+        assert text.index("/usr/libexec/oci-growfs -y") < text.index("oke-init.sh")
         [flag] = re.findall(r'--kubelet-extra-args "(--register-with-taints=[^"]+)"', text)
         # The form policies recognise: the GPU taint first, then the pool's other taints.
         assert flag == GPU_TAINT_FLAG + ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints)
@@ -202,3 +207,45 @@ def test_a_looked_up_image_never_rolls_existing_pools_but_a_pinned_one_does(tmp_
     pinned = [d for d in run_program(str(spec), "oci-prod") if d.type == "oci:ContainerEngine/nodePool:NodePool"]
     assert all("nodeSourceDetails.imageId" not in d.ignore_changes for d in pinned)
     assert {d.inputs["nodeSourceDetails"]["imageId"] for d in pinned} == {"ocid1.image.oc1.iad.pinned"}
+
+
+def test_looked_up_image_and_version_move_together(example):
+    """After a control-plane upgrade the cluster reports a new version; sending it with the old image
+    gets a 409, so both stay as created until settings.image_id moves them."""
+    for inputs_pool in [d for d in example if d.type == NODE_POOL]:
+        assert {"nodeSourceDetails.imageId", "kubernetesVersion"} <= set(inputs_pool.ignore_changes)
+
+
+def test_a_pinned_image_sets_the_version_of_its_pools(tmp_path):
+    spec = write_spec(tmp_path, [TRAIN_A10], image_id="ocid1.image.oc1.iad.pinned")
+    [pool] = [d for d in run_program(spec, "oci-t") if d.type == NODE_POOL]
+    assert pool.inputs["kubernetesVersion"] == "v1.31.1"  # from the image's name (canned: ...-OKE-1.31.1-801)
+    assert "kubernetesVersion" not in pool.ignore_changes and "nodeSourceDetails.imageId" not in pool.ignore_changes
+
+
+def test_a_pinned_image_must_be_an_oke_image_no_newer_than_the_cluster():
+    assert backend.pinned_image_version("i", "Oracle-Linux-8.10-Gen2-GPU-2025.11.20-0-OKE-1.30.9-801", "v1.31.1") \
+        == "v1.30.9"
+    with pytest.raises(pulumi.RunError, match="built for Kubernetes 1.32.1, newer than the cluster's v1.31.1"):
+        backend.pinned_image_version("i", "Oracle-Linux-8.10-Gen2-GPU-2025.11.20-0-OKE-1.32.1-801", "v1.31.1")
+    with pytest.raises(pulumi.RunError, match="is not an OKE node image"):
+        backend.pinned_image_version("i", "Oracle-Linux-8.10-2025.11.20-0", "v1.31.1")
+
+
+def test_a_basic_cluster_fails_before_anything_is_declared_when_the_addon_is_wanted(tmp_path, monkeypatch):
+    from gpustack.clouds.oci import mocks
+
+    monkeypatch.setitem(mocks.CALLS, "oci:ContainerEngine/getCluster:getCluster",
+                        lambda args: {"kubernetesVersion": "v1.31.1", "type": "BASIC_CLUSTER"})
+    spec = write_spec(tmp_path, [TRAIN_A10])
+    with pytest.raises(Exception, match="is a BASIC_CLUSTER cluster.*ENHANCED_CLUSTER.*cluster_autoscaler: none"):
+        run_program(spec, "oci-t")
+    # With the autoscaler left to the user, a basic cluster is fine.
+    spec = write_spec(tmp_path, [TRAIN_A10], cluster_autoscaler="none")
+    assert [d for d in run_program(spec, "oci-t") if d.type == NODE_POOL]
+
+
+def test_enhanced_cluster_check_names_the_fix():
+    backend.check_cluster_type("c", "ENHANCED_CLUSTER")
+    with pytest.raises(pulumi.RunError, match="upgrade the cluster"):
+        backend.check_cluster_type("c", "BASIC_CLUSTER")

@@ -37,7 +37,7 @@ class _Where:
     cluster_id: str
     compartment_id: str
     subnet_id: str
-    kubernetes_version: pulumi.Output[str]
+    kubernetes_version: pulumi.Input[str]
     image_id: pulumi.Input[str]
     image_pinned: bool  # from settings.image_id; else looked up, and then only new pools take a newer one
     availability_domains: pulumi.Output[list[str]]  # sorted
@@ -47,15 +47,24 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
     del plan  # everything needed is in the target
     settings = dict(target.settings)
     compartment = str(settings["compartment_id"])
-    # Node pools run the cluster's Kubernetes version, on a GPU image built for it.
-    version = oci.containerengine.get_cluster_output(cluster_id=target.cluster).kubernetes_version
+    wants_addon = settings.get("cluster_autoscaler", "addon") == "addon" and bool(target.pools)
+    # Read before anything is declared, so a cluster the add-on cannot run on fails the preview, not
+    # the end of `pulumi up` with the pools already created.
+    cluster = oci.containerengine.get_cluster(cluster_id=target.cluster)
+    if wants_addon:
+        check_cluster_type(target.cluster, cluster.type)
     image: pulumi.Input[str]
     if settings.get("image_id"):
         image = str(settings["image_id"])
+        # The pools run the version the pinned image is built for: the two move together.
+        version: pulumi.Input[str] = pinned_image_version(
+            image, oci.core.get_image(image_id=image).display_name, cluster.kubernetes_version)
     else:
+        # The cluster's version, on the newest GPU image built for it.
+        version = cluster.kubernetes_version
         options = oci.containerengine.get_node_pool_option_output(node_pool_option_id=target.cluster,
                                                                   compartment_id=compartment)
-        image = pulumi.Output.all(options.sources, version).apply(lambda a: gpu_image(a[0], a[1]))
+        image = options.sources.apply(lambda sources: gpu_image(sources, cluster.kubernetes_version))
     if settings.get("availability_domains"):
         domains = pulumi.Output.from_input(sorted(settings["availability_domains"]))  # type: ignore[arg-type]
     else:
@@ -64,12 +73,39 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
     where = _Where(target.cluster, compartment, str(settings["subnet_id"]), version, image,
                    bool(settings.get("image_id")), domains)
     pools = {pool.name: GpuNodePool(target.cloud, pool, functools.partial(_node_pool, where)) for pool in target.pools}
-    if settings.get("cluster_autoscaler", "addon") == "addon" and pools:
+    if wants_addon:
         # The priority expander only together with its ConfigMap, which needs the in-cluster layer.
         priority = needs_node_group_ids(target) and pulumi.Config("gpustack").get_secret("kubeconfig") is not None
         _autoscaler(target, [(pools[p.name].outputs["id"], p) for p in sorted(target.pools, key=lambda p: p.name)],
                     priority)
     return pools
+
+
+def check_cluster_type(cluster_id: str, cluster_type: str) -> None:
+    """OKE add-ons, the Cluster Autoscaler among them, run on enhanced clusters only."""
+    if cluster_type != facts.ENHANCED_CLUSTER:
+        raise pulumi.RunError(
+            f"gpustack: cluster {cluster_id} is a {cluster_type or 'basic'} cluster, and OKE's Cluster Autoscaler "
+            f"add-on runs only on an {facts.ENHANCED_CLUSTER} ({facts.CLUSTER_TYPES_SOURCE}): upgrade the cluster "
+            "(oci ce cluster update --cluster-id ... --type ENHANCED_CLUSTER), or set settings.cluster_autoscaler: "
+            "none and run the autoscaler yourself (docs/deploy.md)")
+
+
+def pinned_image_version(image_id: str, image_name: str, cluster_version: str) -> str:
+    """The Kubernetes version a pinned OKE image is built for ('-OKE-<version>' in its name), which the
+    pools then run; refused when it is not an OKE image or is newer than the control plane."""
+    match = re.search(r"-OKE-(\d+\.\d+\.\d+)(-|$)", image_name)
+    if not match:
+        raise pulumi.RunError(f"gpustack: settings.image_id {image_id} ({image_name!r}) is not an OKE node image: its "
+                              "name has no -OKE-<Kubernetes version>; use an image from the cluster's node-pool options")
+    if _version(match.group(1)) > _version(cluster_version):
+        raise pulumi.RunError(f"gpustack: settings.image_id {image_id} is built for Kubernetes {match.group(1)}, newer "
+                              f"than the cluster's {cluster_version}: nodes may not run ahead of the control plane")
+    return f"v{match.group(1)}"
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
 def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
@@ -99,7 +135,8 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
         node_shape=pool.instance_type,
         kubernetes_version=where.kubernetes_version,
         node_source_details=oci.containerengine.NodePoolNodeSourceDetailsArgs(
-            image_id=where.image_id, source_type=facts.NODE_SOURCE_TYPE),
+            image_id=where.image_id, source_type=facts.NODE_SOURCE_TYPE,
+            boot_volume_size_in_gbs=str(pool.disk_gib)),
         node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
             size=pool.min_nodes, placement_configs=placements, freeform_tags=tags),
         initial_node_labels=[oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v) for k, v in pool.labels],
@@ -107,9 +144,12 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
         freeform_tags=tags,
         # The autoscaler owns the node count once the pool exists; `size` only sizes the first creation.
         # A looked-up image is the newest Oracle publishes: taking it would roll every pool on an
-        # unrelated `pulumi up`, so existing pools keep theirs until settings.image_id says otherwise.
+        # unrelated `pulumi up`, so existing pools keep theirs until settings.image_id says otherwise,
+        # and keep their Kubernetes version with it: after a control-plane upgrade, a new version
+        # with the old image is refused by OKE (409), so the two only ever move together.
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=[
-            "nodeConfigDetails.size", *([] if where.image_pinned else ["nodeSourceDetails.imageId"])])),
+            "nodeConfigDetails.size",
+            *([] if where.image_pinned else ["nodeSourceDetails.imageId", "kubernetesVersion"])])),
     )
     outputs["id"] = node_pool.id
     return outputs
@@ -128,9 +168,11 @@ def _placement(subnet_id: str, domain: str, *, preemptible: bool = False, capaci
 
 
 def cloud_init(pool: Pool) -> str:
-    """The node's cloud-init script: OKE's init, with the kubelet registering the pool's taints."""
+    """The node's cloud-init script: grow the root filesystem onto the whole boot volume, then OKE's
+    init, with the kubelet registering the pool's taints."""
     taints = ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints)
-    return f'#!/bin/bash\n{_OKE_INIT}\nbash /var/run/oke-init.sh --kubelet-extra-args "--register-with-taints={taints}"\n'
+    return (f"#!/bin/bash\n{facts.GROW_ROOT_FILESYSTEM}\n{_OKE_INIT}\n"
+            f'bash /var/run/oke-init.sh --kubelet-extra-args "--register-with-taints={taints}"\n')
 
 
 def user_data(pool: Pool) -> str:

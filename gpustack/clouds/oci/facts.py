@@ -39,6 +39,16 @@ AUTOSCALER_ADDON = "ClusterAutoscaler"  # the add-on name of `oci ce cluster ins
 AUTOSCALER_EXPANDER = "priority"
 
 
+# Cluster types (GetClusterResult.type: BASIC_CLUSTER | ENHANCED_CLUSTER); add-ons such as the Cluster
+# Autoscaler need an enhanced cluster (CLUSTER_TYPES_SOURCE).
+CLUSTER_TYPES_SOURCE = "https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengcomparingenhancedwithbasicclusters_topic.htm"
+ENHANCED_CLUSTER = "ENHANCED_CLUSTER"
+# A boot volume larger than the image's is only used once the root filesystem grows onto it: Oracle
+# Linux images ship oci-growfs, which OKE's own cloud-init example runs first
+# (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengusingcustomcloudinitscripts.htm).
+GROW_ROOT_FILESYSTEM = "/usr/libexec/oci-growfs -y"
+
+
 def node_pool_enums(pool: "Pool") -> dict[str, str | None]:
     """Every enum string of the pool's NodePool (and of the target's autoscaler add-on)."""
     values: dict[str, str | None] = {"node_source_type": NODE_SOURCE_TYPE, "autoscaler_auth_type": AUTOSCALER_AUTH_TYPE}

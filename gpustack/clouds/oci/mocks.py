@@ -11,7 +11,9 @@ CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
         "compartmentId": args.get("compartmentId", ""),
         "availabilityDomains": [{"name": f"Uocm:US-ASHBURN-AD-{i}", "id": f"ad{i}"} for i in (1, 2, 3)]},
     "oci:ContainerEngine/getCluster:getCluster": lambda args: {
-        "clusterId": args.get("clusterId", ""), "kubernetesVersion": "v1.31.1"},
+        "clusterId": args.get("clusterId", ""), "kubernetesVersion": "v1.31.1", "type": "ENHANCED_CLUSTER"},
+    "oci:Core/getImage:getImage": lambda args: {
+        "imageId": args.get("imageId", ""), "displayName": "Oracle-Linux-8.10-Gen2-GPU-2025.11.20-0-OKE-1.31.1-801"},
     "oci:ContainerEngine/getNodePoolOption:getNodePoolOption": lambda args: {
         "nodePoolOptionId": args.get("nodePoolOptionId", "all"),
         "sources": [
