@@ -1,5 +1,6 @@
 """Azure AKS: user agent pools: the bundle of everything gpustack knows about this cloud.
 
+    acceptance.py  what the cloud refuses (reservations, Spot, consumption options, zones), with sources
     facts.py    the registered `AKS` cloud: settings, limits, enum values, each with its source
     backend.py  the Pulumi resources (imported only by the Pulumi program)
     readers.py  guardrail readers of its node-pool resources and native schedules

@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
-from gpustack.clouds import _azure_acceptance as acceptance
+from gpustack.clouds.azure import acceptance
 from gpustack.clouds._enums import Allowed, check_enums
 from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
 

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
-from gpustack.clouds import _gcp_acceptance as acceptance
+from gpustack.clouds.gcp import acceptance
 from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.base import COMPUTE_CLASS, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
 

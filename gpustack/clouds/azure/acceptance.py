@@ -1,5 +1,5 @@
 """What Azure accepts for GPU VM sizes: which sizes an on-demand capacity reservation can hold, and
-which can run as Spot. Read by `gpustack.clouds.azure`; the planner never chooses what is refused here.
+which can run as Spot. Read by `gpustack.clouds.azure.facts`; the planner never chooses what is refused here.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What Compute Engine accepts for GPU machine types: consumption options per machine type, the
-zones of a region and the zones that offer each GPU. Read by `gpustack.clouds.gcp`; the planner never
+zones of a region and the zones that offer each GPU. Read by `gpustack.clouds.gcp.facts`; the planner never
 chooses what is refused here.
 """
 
