@@ -72,7 +72,31 @@ def test_spot_training_pool_is_spot_delete_at_up_to_on_demand_price(example, exa
     assert (inputs["scaleSetPriority"], inputs["scaleSetEvictionPolicy"], inputs["spotMaxPrice"]) == ("Spot", "Delete", -1)
     # The taint AKS puts on spot nodes is declared too, so the declared state matches the nodes.
     assert "kubernetes.azure.com/scalesetpriority=spot:NoSchedule" in inputs["nodeTaints"]
+    # And the label AKS adds, which the agent pool reports back: undeclared, every refresh shows drift.
+    assert inputs["nodeLabels"]["kubernetes.azure.com/scalesetpriority"] == "spot"
+    assert "kubernetes.azure.com/scalesetpriority" not in inputs["tags"]  # AKS's label, not an attribution tag
     assert inputs["minCount"] == 0
+
+
+def test_on_demand_pools_do_not_carry_the_spot_label(example, example_plan):
+    for pool in example_plan.pools:
+        inputs = agent_pools(example)[pool.name]
+        assert ("kubernetes.azure.com/scalesetpriority" in inputs["nodeLabels"]) == (pool.capacity == "spot")
+
+
+def test_os_disk_is_sized_by_the_plan(example, example_plan):
+    for pool in example_plan.pools:
+        assert agent_pools(example)[pool.name]["osDiskSizeGB"] == pool.disk_gib >= 150
+
+
+def test_one_driver_story_aks_owns_the_driver_and_the_operator_follows(example, example_plan):
+    from gpustack.clouds import CLOUDS
+    from gpustack.render.operator import values
+
+    assert all(agent_pools(example)[p.name]["gpuProfile"] == {"driver": "Install"} for p in example_plan.pools)
+    operator = values(example_plan, CLOUDS.get("azure"))
+    assert operator["driver"] == {"enabled": False} and operator["toolkit"] == {"enabled": False}
+    assert any(note.startswith("GPU driver: AKS installs the NVIDIA driver") for note in example_plan.notes)
 
 
 def test_on_demand_pools_are_regular_with_no_eviction_policy(example, example_plan):

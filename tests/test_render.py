@@ -247,3 +247,26 @@ def test_rendering_never_imports_pulumi(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "out")], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def _value_paths(values: dict, prefix: str = "") -> set[str]:
+    """Dotted paths of the leaves of a values tree (a list is a leaf: Helm replaces it whole)."""
+    paths: set[str] = set()
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        paths |= _value_paths(value, path + ".") if isinstance(value, dict) and value else {path}
+    return paths
+
+
+def test_gpu_operator_is_pinned_to_the_current_release_with_only_keys_read_in_its_chart():
+    from gpustack.clouds import CLOUDS
+    from gpustack.render.operator import CHART_VALUE_KEYS, CHART_VALUES_SOURCE, operator_needed, values
+
+    assert CHART_VERSION == "v26.7.0" and "/v26.7.0/" in CHART_VALUES_SOURCE
+    plan = build_plan(load_spec(EXAMPLE))
+    seen = set()
+    for target in plan.targets:
+        cloud = CLOUDS.get(target.cloud)
+        if operator_needed(cloud):
+            seen |= _value_paths(values(target, cloud))
+    assert seen and seen <= CHART_VALUE_KEYS, sorted(seen - CHART_VALUE_KEYS)

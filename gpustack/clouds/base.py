@@ -167,6 +167,9 @@ class Cloud:
     # declared state matches what the nodes carry.
     spot_node_label: ClassVar[tuple[str, str] | None] = None
     spot_taint: ClassVar[tuple[str, str, str] | None] = None  # (key, value, effect)
+    # Whether pools declare `spot_node_label` too: where the cloud's API reports the label on the pool,
+    # an undeclared one shows as drift on every refresh.
+    declare_spot_label: ClassVar[bool] = False
     # Time-sliced clients per GPU the cloud's own sharing knob allows (None: no native knob).
     max_shared_clients_per_gpu: ClassVar[int | None] = None
     # Sharing modes the node pool itself configures (no NVIDIA device-plugin config needed).
@@ -222,6 +225,12 @@ class Cloud:
         if capacity == "spot":
             return self.spot_available(row.name)
         return None
+
+    def target_notes(self, settings: Mapping[str, object]) -> list[str]:
+        """What a person deploying a target of this cloud must know that the pools do not say: who owns
+        the GPU driver, what the cluster must be (shown with the plan)."""
+        del settings
+        return []
 
     def zone_problems(self, region: str, zones: tuple[str, ...]) -> list[str]:
         """Why some of a target's `zones` (as its settings name them) cannot be used in `region`."""

@@ -108,6 +108,8 @@ class _TargetPlanner:
         pools = list(fallback.mark_pools(pools, self.cloud))  # GKE: the pools' ComputeClass label and taint
         found, unordered = fallback.notes(pools, self.cloud)
         self.notes.extend(found)
+        if pools:
+            self.notes.extend(self.cloud.target_notes(dict(self.target.settings)))
         for message in unordered:
             self.warn("fallback-unordered", message)
         for pool in pools:

@@ -426,6 +426,8 @@ def _labels(spec: Spec, key: PoolKey, name: str, demands: list[Demand], sharing:
         mine = set(demand.workload.labels)
         common = mine if common is None else common & mine
     labels.update(dict(common or ()))
+    if key.capacity == "spot" and cloud.declare_spot_label and cloud.spot_node_label:
+        labels[cloud.spot_node_label[0]] = cloud.spot_node_label[1]
     labels[KIND_LABEL] = key.kind
     labels[POOL_LABEL] = name
     if key.kind in JOB_KINDS:

@@ -2,13 +2,9 @@
 
 Chart `gpu-operator` from NVIDIA's Helm repository (install guide:
 https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/install-gpu-operator.html).
-Value keys, checked against NVIDIA/gpu-operator deployments/gpu-operator/values.yaml (v24.6 era,
-commit d7413be9) and the v26.3.0 chart diff (migManager.config.{default,create,name}):
-`driver.enabled`, `toolkit.enabled`, `mig.strategy`, `devicePlugin.config.{name,default}`,
-`migManager.{enabled,config.{name,default}}`, `dcgmExporter.{enabled,serviceMonitor.*}`,
-`daemonsets.tolerations`, `node-feature-discovery.worker.tolerations`. ServiceMonitor relabelings
-are prometheus-operator RelabelConfigs (camelCase keys: the ClusterPolicy field is
-`[]*promv1.RelabelConfig`).
+Value keys, checked against deployments/gpu-operator/values.yaml at the pinned tag (CHART_VALUE_KEYS,
+with a test that every key gpustack sets is one of them). ServiceMonitor relabelings are
+prometheus-operator RelabelConfigs (camelCase keys: the ClusterPolicy field is `[]*promv1.RelabelConfig`).
 
 Decisions, from the cloud's facts and the plan only:
 - the operator runs unless the cloud shares GPUs natively in every mode (it then runs its own
@@ -34,20 +30,29 @@ from gpustack.spec.model import SHARING_MODES
 
 CHART = "gpu-operator"
 CHART_REPOSITORY = "https://helm.ngc.nvidia.com/nvidia"
-# The pinned chart version (NGC chart versions carry a leading "v"). v25.10.x is the GA line after
-# 25.3.x (NVIDIA/cloud-native-docs release notes); v25.10.1 is NVIDIA/gpu-operator PR #1965.
-# Re-check the value keys above before moving the pin.
-CHART_VERSION = "v25.10.1"
+# The pinned chart version (NGC chart versions carry a leading "v"): the current release, tag v26.7.0 of
+# NVIDIA/gpu-operator (commit 10ee5b3638b89e11e949412aafa5ba99279c3721, 2026-08-20; the v26.3.x line
+# before it). Moving the pin means re-reading CHART_VALUES_SOURCE at the new tag and CHART_VALUE_KEYS.
+CHART_VERSION = "v26.7.0"
+CHART_VALUES_SOURCE = ("https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/deployments/gpu-operator/values.yaml")
+# Every value path gpustack sets, as present in CHART_VALUES_SOURCE (a leaf, or a list / map it replaces).
+CHART_VALUE_KEYS = frozenset({
+    "driver.enabled", "toolkit.enabled", "mig.strategy",
+    "devicePlugin.config.name", "devicePlugin.config.default",
+    "migManager.enabled", "migManager.config.name", "migManager.config.default",
+    "dcgmExporter.enabled", "dcgmExporter.serviceMonitor.enabled", "dcgmExporter.serviceMonitor.honorLabels",
+    "dcgmExporter.serviceMonitor.relabelings",
+    "daemonsets.tolerations", "node-feature-discovery.worker.tolerations",
+})
 NAMESPACE = "gpu-operator"
 RELEASE_NAME = "gpu-operator"
 # Label DCGM series with the node they come from: the alert joins it with the node's pool label.
 NODE_RELABELING = {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}
-# node-feature-discovery's worker tolerates control-plane nodes by default (worker.tolerations in
-# https://github.com/kubernetes-sigs/node-feature-discovery/blob/master/deployment/helm/node-feature-discovery/values.yaml);
-# a list value replaces the default, so it is repeated here.
+# node-feature-discovery's worker tolerates control-plane nodes by default (its
+# node-feature-discovery.worker.tolerations in CHART_VALUES_SOURCE); a list value replaces the default,
+# so it is repeated here (the chart's nvidia.com/gpu toleration comes with the plan's taints).
 _CONTROL_PLANE_TOLERATIONS = [
     {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"},
-    {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},
 ]
 
 

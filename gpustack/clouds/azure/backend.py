@@ -62,6 +62,7 @@ def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulum
         min_count=pool.min_nodes,
         max_count=pool.max_nodes,
         count=pool.min_nodes,
+        os_disk_size_gb=pool.disk_gib,
         node_labels=dict(pool.labels),
         node_taints=[f"{t.key}={t.value}:{t.effect}" for t in pool.taints],
         tags=pool.attribution,

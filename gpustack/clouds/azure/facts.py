@@ -16,6 +16,8 @@ from gpustack.clouds._enums import Allowed, check_enums
 from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from gpustack.catalog import InstanceType
     from gpustack.plan.model import Pool
 
@@ -55,7 +57,7 @@ GPU_DRIVER = "Install"
 # (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/tag-resources#limitations).
 TAG_NAME_FORBIDDEN = "<>%&\\?/"
 # Label keys that are gpustack's or NVIDIA's own and never become tags (as `backends.base.attribution`).
-_NOT_TAGS = ("gpustack.dev/", "nvidia.com/")
+_NOT_TAGS = ("gpustack.dev/", "nvidia.com/", "kubernetes.azure.com/")
 
 # The gpuInstanceProfile each generic MIG shape maps to: one profile for every GPU of the pool
 # (MicrosoftDocs/azure-aks-docs articles/aks/gpu-multi-instance.md; GPUInstanceProfile enum).
@@ -125,10 +127,31 @@ class AKS(Cloud):
     native_mig_partitioning = True
     spot_node_label = ("kubernetes.azure.com/scalesetpriority", "spot")
     spot_taint = ("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")
-    # AKS installs the driver (GPU_DRIVER); the toolkit is inferred from AKS GPU pools running GPU pods
-    # without the operator (https://learn.microsoft.com/en-us/azure/aks/use-nvidia-gpu).
+    # The agent pool reports AKS's spot label in nodeLabels: declared, so a refresh shows no drift
+    # (azurerm_kubernetes_cluster_node_pool docs, `priority`: "add the applicable node_labels and
+    # node_taints as per the Azure Documentation", https://registry.terraform.io/providers/hashicorp/azurerm/
+    # latest/docs/resources/kubernetes_cluster_node_pool#priority-1).
+    declare_spot_label = True
+    own_label_prefixes = ("kubernetes.azure.com/",)
+    # One driver story: AKS installs the driver (GPU_DRIVER) and its node images carry the container
+    # toolkit ("AKS images include a preinstalled NVIDIA GPU Driver and preinstalled NVIDIA Container
+    # Toolkit", https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/microsoft-aks.html),
+    # so the GPU Operator installs neither. AKS's guide for the operator skips AKS's driver instead
+    # (--gpu-driver none, https://learn.microsoft.com/azure/aks/nvidia-gpu-operator); gpustack keeps it
+    # because AKS creates the MIG partitions of gpuInstanceProfile pools when a node is provisioned, and
+    # the plan says so (target_notes).
     image_has_gpu_driver = True
     image_has_container_toolkit = True
+
+    def target_notes(self, settings: "Mapping[str, object]") -> list[str]:
+        del settings
+        return ["GPU driver: AKS installs the NVIDIA driver on every GPU pool (gpuProfile.driver: Install) and its "
+                "node images carry the container toolkit, so the GPU Operator runs with driver.enabled and "
+                "toolkit.enabled false and owns only the device plugin, GPU feature discovery and the DCGM "
+                "exporter. AKS's guide for the operator (https://learn.microsoft.com/azure/aks/nvidia-gpu-operator) "
+                "skips AKS's driver instead; gpustack keeps it because AKS partitions gpuInstanceProfile (MIG) pools "
+                "when it provisions a node. The driver moves with the AKS node image (az aks nodepool upgrade "
+                "--node-image-only)."]
 
     def capacity_refusal(self, row: "InstanceType", capacity: str) -> str | None:
         if capacity == "reserved":

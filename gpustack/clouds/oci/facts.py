@@ -13,6 +13,8 @@ from gpustack.clouds._enums import Allowed, check_enums
 from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from gpustack.plan.model import Pool
 
 _PREEMPTIBLE = "https://docs.oracle.com/iaas/Content/Compute/Concepts/preemptible.htm"
@@ -114,6 +116,13 @@ class OKE(Cloud):
     single_zone_floor = ("an OCI capacity reservation holds one shape in one availability domain, and OKE puts the "
                          "floor in the first one; reserve per domain by hand to spread it "
                          "(https://docs.oracle.com/en-us/iaas/Content/Compute/Tasks/reserve-capacity.htm)")
+
+    def target_notes(self, settings: "Mapping[str, object]") -> list[str]:
+        if settings.get("cluster_autoscaler", "addon") != "addon":
+            return []
+        return [f"OKE's Cluster Autoscaler add-on runs only on an enhanced cluster ({CLUSTER_TYPES_SOURCE}): the Pulumi "
+                "program reads the cluster's type before it declares anything and stops on a basic cluster; "
+                "upgrade it (oci ce cluster update --type ENHANCED_CLUSTER) or set settings.cluster_autoscaler: none."]
 
     def zone_problems(self, region: str, zones: tuple[str, ...]) -> list[str]:
         # An availability domain is named <tenancy prefix>:<REGION without its number>-AD-<n>, e.g.
