@@ -59,7 +59,6 @@ def test_training_pool_is_spot_with_the_gpu_taint_and_gke_installed_driver(decla
 def test_inference_floor_consumes_its_own_specific_reservations_one_per_zone(declared, target):
     floors = [p for p in target.pools if p.capacity == "reserved"]
     assert len(floors) == 3  # one per MIG profile: GKE takes one partition size per pool
-    assert any(len(p.reservations) == 2 for p in floors)  # a floor of two nodes is spread over two zones
     for pool in floors:
         parts = dict(pool.reservations) or {pool.zones[0]: pool.reserved_nodes}
         reservations = [r.inputs for r in declared if r.type == RESERVATION and r.name.startswith(f"{pool.name}-reservation")]
@@ -139,3 +138,25 @@ def test_an_unknown_partition_size_is_a_validation_error(monkeypatch, capsys):
     assert main(["validate", str(EXAMPLE)]) == 2
     assert "gpu_partition_size: '3g.40gb' (for the MIG profiles of the pool on A100-80GB) is not accepted by GKE" \
         in capsys.readouterr().err
+
+
+def test_a_floor_of_two_nodes_gets_one_reservation_in_each_of_two_zones(tmp_path):
+    import yaml
+
+    from conftest import TARGETS
+    floor = {"name": "serve", "kind": "inference", "gpu": "A100-80GB", "gpus": 1, "sharing": "none",
+             "capacity": "reserved", "replicas": 2, "instance_types": {"gcp": "a2-ultragpu-1g"}}
+    target = {**TARGETS["gcp"], "settings": {"node_locations": ["us-central1-a", "us-central1-b", "us-central1-c"]}}
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump({"version": 1, "name": "t", "targets": [target], "workloads": [floor]}))
+    declared = run_program(str(spec), target["name"])
+    reservations = sorted((r.name, r.inputs["zone"], r.inputs["specificReservation"]["count"], r.inputs["name"])
+                          for r in declared if r.type == RESERVATION)
+    [pool] = [r.inputs for r in declared if r.type == NODE_POOL]
+    # us-central1-b offers no A100 80GB: the floor is split over a and c, one node and one reservation each.
+    assert [(zone, count) for _, zone, count, _ in reservations] == [("us-central1-a", 1), ("us-central1-c", 1)]
+    assert all(name.endswith(f"-reservation-{zone}") for name, zone, _, _ in reservations)
+    assert len({cloud_name for *_, cloud_name in reservations}) == 1
+    assert pool["nodeLocations"] == ["us-central1-a", "us-central1-c"]
+    assert pool["nodeConfig"]["reservationAffinity"]["values"] == [reservations[0][3]]
+    assert pool["initialNodeCount"] == 1  # per zone
