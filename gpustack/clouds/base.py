@@ -47,8 +47,12 @@ class Setting:
     required: bool
     kind: str  # "string" | "strings" (a non-empty list of strings)
     help: str
-    pattern: str | None = None  # regex each string must match
+    pattern: str | None = None  # regex each whole string must match (fullmatch)
     rule: str = ""  # the pattern in words, for messages
+    # The cloud API's own pattern for the value, where it publishes one, and where: every string
+    # `pattern` accepts must be one the API accepts (a property test checks it).
+    api_pattern: str | None = None
+    api_source: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,7 +158,9 @@ class Cloud:
     example: ClassVar[ExampleTarget]
     preview_login: ClassVar[PreviewLogin | None] = None
     settings: ClassVar[tuple[Setting, ...]] = ()
-    cluster_rule: ClassVar[tuple[str, str]] = (r".+", "a cluster name")  # (regex, in words)
+    cluster_rule: ClassVar[tuple[str, str]] = (r".+", "a cluster name")  # (regex, fullmatch; in words)
+    # The cloud API's own pattern for a cluster reference and its source (see Setting.api_pattern).
+    cluster_api_rule: ClassVar[tuple[str, str] | None] = None
     pool_names: ClassVar[NameRule]
     unsupported: ClassVar[Mapping[Feature, str]] = {}
     # Label-key prefixes the cloud owns on nodes: never attribution labels, never cloud tags.

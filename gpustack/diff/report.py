@@ -7,7 +7,8 @@ import re
 from gpustack.clouds import CLOUDS
 from gpustack.diff.model import FieldChange, PlanDiff, PoolChange, TargetDiff
 from gpustack.output.jinja import GENERATED_BY, render
-from gpustack.output.markdown import inline, signed_usd, table
+from gpustack.output.markdown import code, inline, signed_usd, table
+from gpustack.output.markdown import text as literal
 from gpustack.output.table import usd
 
 SECTIONS = {
@@ -21,7 +22,7 @@ SECTIONS = {
 
 
 def render_diff_markdown(diff: PlanDiff) -> str:
-    return render("markdown/diff.md.j2", old=diff.old, new=diff.new, changed=diff.changed,
+    return render("markdown/diff.md.j2", old=code(diff.old), new=code(diff.new), changed=diff.changed,
                   headline=_headline(diff), summary=_summary(diff),
                   targets=[_target(t) for t in diff.targets if t.status != "unchanged"],
                   generated_by=GENERATED_BY)
@@ -43,7 +44,7 @@ def _summary(diff: PlanDiff) -> str:
     rows = []
     for t in diff.targets:
         gpus = (f"{_opt(t.old_gpus)} → {_opt(t.new_gpus)}" if t.old_gpus != t.new_gpus else str(t.new_gpus))
-        rows.append((f"`{t.name}`", CLOUDS.get(t.cloud).display_name, t.status, _money(t.old_monthly_usd),
+        rows.append((code(t.name), CLOUDS.get(t.cloud).display_name, t.status, _money(t.old_monthly_usd),
                      _money(t.new_monthly_usd), signed_usd(t.delta_usd), gpus, str(t.count("replaced"))))
     header = ("target", "cloud", "status", "$/month before", "$/month after", "change", "GPUs provisioned",
               "pools replaced")
@@ -75,22 +76,22 @@ def _section(kind: str, pools: list[PoolChange], cloud: str) -> str:
         return table(("pool", "what changes", "what happens", "$/month"), "lllr", rows)
     if kind in ("added", "removed"):
         rows = [(_pool(p.name, p.cloud_name, cloud), p.kind, p.nodes, str(p.gpus), _cost_change(p),
-                 ", ".join(f"`{w}`" for w in p.workloads)) for p in pools]
+                 ", ".join(code(w) for w in p.workloads)) for p in pools]
         return table(("pool", "kind", "nodes", "GPUs", "$/month", "workloads"), "llrrrl", rows)
     rows = [(_pool(p.name, p.cloud_name, cloud), _fields(p.fields), _cost_change(p)) for p in pools]
     return table(("pool", "what changes", "$/month"), "llr", rows)
 
 
 def _pool(name: str, cloud_name: str, cloud: str) -> str:
-    return f"`{name}`" + (f" ({cloud} `{cloud_name}`)" if cloud_name != name else "")
+    return code(name) + (f" ({cloud} {code(cloud_name)})" if cloud_name != name else "")
 
 
 def _fields(fields: tuple[FieldChange, ...]) -> str:
-    return "<br>".join(f"`{f.field}`: {_value(f.old)} → {_value(f.new)}" for f in fields) or "price or hours"
+    return "<br>".join(f"{code(f.field)}: {_value(f.old)} → {_value(f.new)}" for f in fields) or "price or hours"
 
 
 def _why(p: PoolChange, cloud: str) -> str:
-    reasons = [f"`{f.field}`: {_linked(f.replaces)}" for f in p.fields if f.replaces]
+    reasons = [f"{code(f.field)}: {_linked(f.replaces)}" for f in p.fields if f.replaces]
     if p.new_name == p.name or not reasons:
         return "<br>".join([p.why, *reasons])
     return "<br>".join([p.why, f"{cloud} could not change it in place either:", *reasons])
@@ -108,7 +109,7 @@ def _becomes(p: PoolChange, cloud: str) -> str:
     if p.new_monthly_usd is None:
         text += " (an existing pool, resized)"
     others = [m for m in p.moves_to if m != p.new_name]
-    return text + ("<br>and " + ", ".join(f"`{m}`" for m in others) if others else "")
+    return text + ("<br>and " + ", ".join(code(m) for m in others) if others else "")
 
 
 def _cost_change(p: PoolChange) -> str:
@@ -118,8 +119,8 @@ def _cost_change(p: PoolChange) -> str:
     return f"{usd(old)} → {usd(new)}" if round(old) != round(new) else usd(new)
 
 
-def _value(text: str) -> str:
-    return text if text else "none"
+def _value(value: str) -> str:
+    return literal(value) if value else "none"
 
 
 def _money(value: float | None) -> str:

@@ -9,6 +9,7 @@ unit costs, the warnings and the price date. Python prepares every cell; the tem
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from gpustack.clouds import CLOUDS
@@ -42,7 +43,7 @@ def _target(t: TargetPlan) -> dict[str, object]:
     cloud = CLOUDS.get(t.cloud)
     c = t.cost
     return {
-        "heading": f"{t.name}: {cloud.display_name} {t.region}, cluster `{t.cluster}`",
+        "heading": f"{t.name}: {cloud.display_name} {t.region}, cluster {code(t.cluster)}",
         "headline": (f"**{usd(c.planned_monthly_usd)}/month** planned (range {range_words(t)}), against "
                      f"{usd(c.baseline_monthly_usd)}/month for {BASELINE}: **{c.savings_pct:.1f}% saved**; "
                      f"against {usd(c.baseline_at_used_hours_monthly_usd)}/month for {BASELINE_AT_USED_HOURS}: "
@@ -61,7 +62,7 @@ def _target(t: TargetPlan) -> dict[str, object]:
         "units": _units_table(t),
         "warnings": [inline(w.message) for w in t.warnings],
         "notes": [inline(n) for n in t.notes],
-        "reasons": [" ".join([f"`{p.name}`: {inline(p.reason)}.", *(inline(n) for n in p.notes)])
+        "reasons": [" ".join([f"{code(p.name)}: {inline(p.reason)}.", *(inline(n) for n in p.notes)])
                     for p in t.pools],
         "prices": (f"List prices in USD as of {t.prices_as_of}; spot prices are point-in-time figures (each pool's "
                    "price source says which); a month is 730 hours."),
@@ -75,8 +76,8 @@ def _pools_table(t: TargetPlan, cloud: str) -> str:
     rows = []
     for p in t.pools:
         capacity = p.capacity + (" (fallback)" if p.role == "fallback" else "")
-        rows.append((f"`{p.name}`", *([f"`{p.cloud_name}`"] if renamed else []), p.kind, capacity,
-                     f"`{p.instance_type}`", nodes(p), str(p.gpus.provisioned), sharing(p), schedule(p),
+        rows.append((code(p.name), *([code(p.cloud_name)] if renamed else []), p.kind, capacity,
+                     code(p.instance_type), nodes(p), str(p.gpus.provisioned), sharing(p), schedule(p),
                      usd(p.monthly_cost_usd)))
     align = "l" * (len(header) - 5) + "rrllr"
     return table(header, align, rows) if rows else "No pools."
@@ -99,7 +100,7 @@ def _steps_table(t: TargetPlan) -> str:
 def _units_table(t: TargetPlan) -> str:
     rows = []
     for w in t.workloads:
-        rows.append((f"`{w.workload}`", w.kind, usd(w.monthly_usd), usd(w.baseline_monthly_usd),
+        rows.append((code(w.workload), w.kind, usd(w.monthly_usd), usd(w.baseline_monthly_usd),
                      f"${w.usd_per_run:,.2f}" if w.usd_per_run is not None else "–",
                      f"${w.usd_per_1k_requests:,.4f}" if w.usd_per_1k_requests is not None else "–"))
     header = ("workload", "kind", "$/month", "$/month one GPU per replica", "per run", "per 1,000 requests")
@@ -118,7 +119,7 @@ def mermaid_steps(t: TargetPlan) -> str:
     top = nice_ceiling(max(values))
     return "\n".join([
         "xychart-beta",
-        f'    title "{t.name}: USD per month, baseline to planned"',
+        f'    title "{mermaid_label(t.name)}: USD per month, baseline to planned"',
         "    x-axis [" + ", ".join(f'"{label}"' for label in labels) + "]",
         f'    y-axis "USD per month" 0 --> {top}',
         "    bar [" + ", ".join(str(v) for v in values) + "]",
@@ -173,9 +174,37 @@ def fit(text: str, max_chars: int | None) -> str:
     return kept + tail + "\n" + note + "\n"
 
 
+# Characters that never belong in a report: controls and invisible formatting (terminals, Markdown).
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+# Markdown punctuation that works as syntax inside a line (emphasis, code, links, strike-through;
+# `(`, `!` and `#` only act next to these or at a line start, which inline text never is). `<`, `&`
+# and `@` (HTML, entities, mentions) become entities.
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]~])")
+
+
 def inline(text: str) -> str:
-    """Text safe inside a Markdown table cell or list item."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text safe inside a Markdown table cell or list item: one line, no controls, `|` escaped."""
+    return " ".join(_INVISIBLE.sub("", text).split()).replace("|", "\\|")
+
+
+def text(value: str) -> str:
+    """A spec-derived value as literal Markdown text: syntax escaped, no raw HTML, no @mentions."""
+    escaped = _MARKDOWN_SYNTAX.sub(r"\\\1", inline(value).replace("\\|", "|"))
+    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("@", "&#64;")
+
+
+def code(value: str) -> str:
+    """A spec-derived value as an inline code span that no backtick inside it can close."""
+    value = inline(value).replace("\\|", "|")
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value[:1] == "`" or value[-1:] == "`" else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def mermaid_label(value: str) -> str:
+    """Text for a quoted Mermaid string: quotes as the entity Mermaid reads, no controls."""
+    return inline(value).replace("\\|", "|").replace('"', "#quot;")
 
 
 def table(header: Sequence[str], align: str, rows: Sequence[Sequence[str]]) -> str:

@@ -31,11 +31,11 @@ MIN_GPU_FRACTION = 0.01
 SPEC_NAME_MAX = 20
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html"
 
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-_LABEL_PREFIX = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_LABEL_PREFIX = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 _LABEL_KEY = re.compile(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
-                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")  # \Z: Reader.string uses match
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 _RESERVED_LABEL_PREFIXES = ("gpustack.dev", "kubernetes.io", "k8s.io", "nvidia.com")
 # A commitment's scope, as the user's contract names it: printed in tables and Markdown.
 _SCOPE = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.:/ ]{0,62}")
@@ -162,7 +162,7 @@ class _SpecReader(Reader):
                 self.typed_key_problem(key_path)
                 continue
             prefix, _, label = key.rpartition("/")
-            if not _LABEL_NAME.match(label) or (prefix and not _LABEL_PREFIX.match(prefix)):
+            if not _LABEL_NAME.fullmatch(label) or (prefix and not _LABEL_PREFIX.fullmatch(prefix)):
                 self.problem(key_path, f"{key!r} is not a valid label key: at most 63 letters, digits, '-', '_' "
                                        "or '.', starting and ending with a letter or digit, with an optional "
                                        "DNS prefix and '/'", at_key=True)
@@ -177,7 +177,7 @@ class _SpecReader(Reader):
             if not isinstance(val, str):
                 self.problem(key_path, f"label values are strings; quote it: {key}: \"{val}\"")
                 continue
-            if not _LABEL_VALUE.match(val):
+            if not _LABEL_VALUE.fullmatch(val):
                 self.problem(key_path, f"{show(val)} is not a valid label value: at most 63 letters, digits, '-', "
                                        "'_' or '.', starting and ending with a letter or digit")
                 continue
@@ -535,7 +535,7 @@ class _SpecReader(Reader):
         cluster = self.string(path + ("cluster",), value["cluster"])
         if cloud and cluster:
             pattern, rule = cloud.cluster_rule
-            if not re.match(pattern, cluster):
+            if not re.fullmatch(pattern, cluster):
                 self.problem(path + ("cluster",), f"{show(cluster)} is not {rule}")
         settings = self.settings(path + ("settings",), value.get("settings", {}), cloud)
         chosen = tuple(workload_names)

@@ -24,7 +24,8 @@ class _Bad:
 
 BAD: Any = _Bad()
 
-DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+# Patterns are applied with fullmatch: `$` alone lets a trailing newline through.
+DNS_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 _TYPE_NAMES = {str: "a string", int: "a whole number", float: "a number", bool: "true or false",
                list: "a list", dict: "a mapping"}
 
@@ -108,7 +109,7 @@ class Reader:
             return self.problem(path, f"expected a string, got {type_name(value)} {show(value)}")
         if max_len is not None and len(value) > max_len:
             return self.problem(path, f"{show(value)} is {len(value)} characters; at most {max_len} allowed")
-        if pattern is not None and not pattern.match(value):
+        if pattern is not None and not pattern.fullmatch(value):
             return self.problem(path, f"{show(value)} is not valid: {rule}")
         return value
 

@@ -24,7 +24,7 @@ def parse_memory_gib(value: object) -> float:
         raise ValueError(f"{show(value)} has no unit; write it with one, e.g. '{value}Gi' or '{value}Mi'")
     if not isinstance(value, str):
         raise ValueError(f"expected a memory quantity such as '16Gi', got {show(value)}")
-    match = _MEMORY.match(value)
+    match = _MEMORY.fullmatch(value)
     if not match:
         raise ValueError(f"{show(value)} is not a memory quantity; use a number and a unit: "
                          "Ki, Mi, Gi, Ti (powers of 1024) or k, M, G, T (powers of 1000), e.g. '16Gi'")
@@ -56,7 +56,7 @@ def parse_cpu(value: object) -> float:
         raise ValueError(f"expected CPU cores such as 4 or '500m', got {show(value)}")
     if isinstance(value, (int, float)):
         cores = float(value)
-    elif isinstance(value, str) and (match := _CPU.match(value)):
+    elif isinstance(value, str) and (match := _CPU.fullmatch(value)):
         cores = float(match.group(1)) / (1000 if match.group(2) else 1)
     else:
         raise ValueError(f"{show(value)} is not a CPU quantity; use cores (4, 0.5) or millicores ('500m')")
@@ -106,7 +106,7 @@ def parse_hours(value: object) -> tuple[int, int]:
     if not isinstance(value, str):
         raise ValueError(f"expected hours such as \"08:00-18:00\" (quoted), got {show(value)}")
     start_text, sep, end_text = value.strip().partition("-")
-    start_match, end_match = _TIME.match(start_text.strip()), _TIME.match(end_text.strip())
+    start_match, end_match = _TIME.fullmatch(start_text.strip()), _TIME.fullmatch(end_text.strip())
     if not sep or not start_match or not end_match:
         raise ValueError(f"{show(value)} is not a window; use \"HH:MM-HH:MM\" in 24-hour time, e.g. \"08:00-18:00\"")
     start = int(start_match.group(1)) * 60 + int(start_match.group(2))

@@ -10,7 +10,9 @@ enforce by itself:
 - aliases are expanded with a budget, so an alias bomb ("billion laughs") fails fast;
 - nesting depth and file size are bounded, so deep or huge input fails with a message,
   not a RecursionError or an exhausted machine;
-- only the safe core schema: no tags that construct Python objects.
+- only the safe core schema: no tags that construct Python objects;
+- no control characters (C0, DEL, C1) and no invisible format characters (bidirectional overrides,
+  zero-width spaces) in any string, key or value: they reach terminals, file names and Markdown.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
-from gpustack.errors import Location, Problem, SpecError
+from gpustack.errors import Location, Problem, SpecError, show
 
 try:  # libyaml is much faster on large specs; the pure-Python loader is the same grammar.
     _Loader: type = yaml.CSafeLoader
@@ -36,6 +39,10 @@ MAX_DEPTH = 32
 MAX_NODES = 2_000_000  # after alias expansion
 
 Path = tuple[str | int, ...]
+
+# Characters no spec string may hold: C0 and C1 controls (newline and tab included: every spec string is
+# one line), DEL, zero-width and bidirectional formatting characters, the byte-order mark.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 
 
 def path_str(path: Path) -> str:
@@ -154,7 +161,7 @@ class _Converter:
         if isinstance(node, yaml.ScalarNode):
             if node.tag not in _SCALAR_TAGS:
                 raise _fail(self.file, node.start_mark, f"the YAML tag {node.tag!r} is not allowed in a spec")
-            return self._scalar(node)
+            return self._checked(self._scalar(node), node, path)
         if isinstance(node, yaml.SequenceNode):
             if node.tag != "tag:yaml.org,2002:seq":
                 raise _fail(self.file, node.start_mark, f"the YAML tag {node.tag!r} is not allowed in a spec")
@@ -169,7 +176,7 @@ class _Converter:
                 from_merge = i >= len(explicit)
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise _fail(self.file, key_node.start_mark, "a mapping key must be a plain value, not a list or mapping")
-                resolved = self._scalar(key_node)
+                resolved = self._checked(self._scalar(key_node), key_node, path + (str(key_node.value),))
                 # Not text (`on:` is true in YAML 1.1): keep the text as written; readers refuse it where text is meant.
                 key = resolved if isinstance(resolved, str) else str(key_node.value)
                 if key in out and from_merge:
@@ -184,6 +191,13 @@ class _Converter:
                 out[key] = self._value(value_node, path + (key,), depth + 1)
             return out
         raise _fail(self.file, node.start_mark, "unsupported YAML node")  # pragma: no cover
+
+    def _checked(self, value: Any, node: yaml.ScalarNode, path: Path) -> Any:
+        if isinstance(value, str) and (found := _INVISIBLE.search(value)):
+            message = (f"{show(value)} contains the control character U+{ord(found.group()):04X}; spec strings "
+                       "are one line of visible text")
+            raise SpecError([Problem(_loc(self.file, node.start_mark), path_str(path), message)])
+        return value
 
     def _scalar(self, node: yaml.ScalarNode) -> Any:
         # Resolve with the safe constructor, one scalar at a time (no object construction).

@@ -173,14 +173,20 @@ class EKS(Cloud):
         provider_config={"aws:region": "us-east-1"})
     settings = (
         Setting("subnet_ids", True, "strings", "subnets the node groups launch into",
-                r"^subnet-[0-9a-z]+$", "an EC2 subnet id such as 'subnet-0a1b2c3d'"),
+                r"subnet-[0-9a-f]{1,17}", "an EC2 subnet id such as 'subnet-0a1b2c3d'"),
         Setting("node_role_arn", False, "string",
                 "IAM role of the nodes; gpustack creates one with the standard EKS worker policies when absent",
-                r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$", "an IAM role ARN such as 'arn:aws:iam::123456789012:role/eks-nodes'"),
+                r"arn:aws(-cn|-us-gov|-iso|-iso-b)?:iam::[0-9]{12}:role/([A-Za-z0-9+=,.@_-]{1,64}/){0,8}[A-Za-z0-9+=,.@_-]{1,64}",
+                "an IAM role ARN such as 'arn:aws:iam::123456789012:role/eks-nodes' (a role name of at most 64 "
+                "letters, digits and '+=,.@_-', after an optional path)",
+                # IAM's RoleName and Path patterns (https://docs.aws.amazon.com/IAM/latest/APIReference/API_Role.html)
+                api_pattern=r"arn:aws[a-z-]*:iam::[0-9]{12}:role(/|/[\u0021-\u007E]+/)[\w+=,.@-]{1,64}",
+                api_source="https://docs.aws.amazon.com/IAM/latest/APIReference/API_Role.html"),
     )
     # EKS cluster names: 1-100 characters, letters, digits, '-' and '_', starting with a letter or digit
     # (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html).
-    cluster_rule = (r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$", "an EKS cluster name (letters, digits, '-', '_'; at most 100)")
+    cluster_rule = (r"[0-9A-Za-z][A-Za-z0-9\-_]{0,99}", "an EKS cluster name (letters, digits, '-', '_'; at most 100)")
+    cluster_api_rule = (r"[0-9A-Za-z][A-Za-z0-9\-_]*", "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html")
     # Node group names: at most 63 characters, first a letter or digit, then letters, digits, '-' and
     # '_' (docstring of aws.eks.NodeGroup.node_group_name, pulumi-aws 7.51.1).
     pool_names = NameRule(63, r"[0-9A-Za-z][A-Za-z0-9\-_]{0,62}", "-",

@@ -109,9 +109,18 @@ class AKS(Cloud):
         provider_config={"azure-native:location": "eastus"})
     settings = (
         Setting("resource_group", True, "string", "the resource group of the AKS cluster",
-                r"^[-\w\._\(\)]{1,90}$", "a resource group name (at most 90 letters, digits, '-', '_', '.', '(', ')')"),
+                r"[-A-Za-z0-9_.()]{0,89}[-A-Za-z0-9_()]",
+                "a resource group name (at most 90 ASCII letters, digits, '-', '_', '.', '(', ')', not ending in '.')",
+                # ARM's ResourceGroupNameParameter; its \w also takes Unicode letters, which gpustack refuses
+                # (look-alikes of ASCII names).
+                api_pattern=r"[-\w\._\(\)]{1,90}",
+                api_source="https://github.com/Azure/azure-rest-api-specs/blob/main/specification/common-types/"
+                           "resource-management/v5/types.json"),
     )
-    cluster_rule = (r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,62}$", "an AKS cluster name (at most 63 letters, digits, '-', '_')")
+    cluster_rule = (r"[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?",
+                    "an AKS cluster name (at most 63 letters, digits, '-', '_', starting and ending with a letter or digit)")
+    cluster_api_rule = (r"^[a-zA-Z0-9]$|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]$",
+                        "https://learn.microsoft.com/en-us/rest/api/aks/managed-clusters/create-or-update")
     # Linux user pools: ^[a-z][a-z0-9]{0,11}$ (AKS REST API, Agent Pools - Create Or Update,
     # parameter agentPoolName).
     pool_names = NameRule(12, r"[a-z][a-z0-9]{0,11}", "", AGENT_POOL_API)

@@ -190,13 +190,22 @@ class GKE(Cloud):
         provider_config={"gcp:region": "us-central1", "gcp:project": "my-gcp-project"})
     settings = (
         Setting("project", False, "string", "the Google Cloud project (default: the provider's project)",
-                r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$", "a project id: 6-30 lowercase letters, digits and '-'"),
+                r"[a-z][a-z0-9-]{4,28}[a-z0-9]", "a project id: 6-30 lowercase letters, digits and '-'",
+                api_pattern=r"[a-z][-a-z0-9]{4,28}[a-z0-9]",
+                api_source="https://cloud.google.com/resource-manager/reference/rest/v1/projects"),
         Setting("node_locations", False, "strings",
                 "zones of the node pools; the first one holds capacity reservations",
-                r"^[a-z]+-[a-z]+[0-9]+-[a-z]$", "a zone such as 'us-central1-a'"),
+                r"[a-z]+-[a-z]+[0-9]+-[a-z]", "a zone such as 'us-central1-a'"),
     )
-    cluster_rule = (r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$|^projects/.+/clusters/.+$",
-                    "a GKE cluster name (lowercase, at most 40) or its full resource id")
+    # A cluster name, or its full resource name (projects/P/locations/L/clusters/C) with a project id,
+    # a region or zone and a cluster name in their own formats.
+    cluster_rule = (r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?"
+                    r"|projects/[a-z][a-z0-9-]{4,28}[a-z0-9]/(locations|zones)/[a-z]+-[a-z]+[0-9]+(-[a-z])?"
+                    r"/clusters/[a-z]([-a-z0-9]{0,38}[a-z0-9])?",
+                    "a GKE cluster name (at most 40 lowercase letters, digits and '-', starting with a letter) or "
+                    "'projects/PROJECT/locations/LOCATION/clusters/NAME'")
+    cluster_api_rule = (r"([a-z]([-a-z0-9]*[a-z0-9])?)|projects/[^/]+/(locations|zones)/[^/]+/clusters/[a-z]([-a-z0-9]*[a-z0-9])?",
+                        "https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters")
     # Node-pool names: lowercase letters, digits and '-', start with a letter, end with a letter or
     # digit, at most 40 (GKE API error text quoted in https://github.com/pulumi/pulumi-gcp/issues/1510).
     pool_names = NameRule(40, r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?", "-",

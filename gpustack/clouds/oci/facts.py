@@ -59,6 +59,16 @@ def node_pool_enums(pool: "Pool") -> dict[str, str | None]:
     return values
 
 
+# An OCID is ocid1.<resource type>.<realm>.[region][.future use].<unique id> (OCID_SOURCE); the unique id is lowercase base32 text. OCID_FORMAT is that documented form; `ocid` narrows it to
+# one resource type and a bounded length.
+OCID_SOURCE = "https://docs.oracle.com/en-us/iaas/Content/General/Concepts/identifiers.htm"
+OCID_FORMAT = r"ocid1\.[a-z0-9]+\.oc[0-9]+\.[a-z0-9-]*(\.[a-z0-9-]+)?\.[a-z0-9]+"
+
+
+def ocid(resource_types: str) -> str:
+    return rf"ocid1\.({resource_types})\.oc[0-9]{{1,3}}\.[a-z0-9-]{{0,32}}(\.[a-z0-9-]{{1,32}})?\.[a-z0-9]{{1,128}}"
+
+
 @CLOUDS.register
 class OKE(Cloud):
     name = "oci"
@@ -81,19 +91,23 @@ class OKE(Cloud):
         provider_config={"oci:region": "us-ashburn-1"})
     settings = (
         Setting("compartment_id", True, "string", "the compartment of the node pools",
-                r"^ocid1\.(compartment|tenancy)\.[a-z0-9]+\..*$", "a compartment OCID ('ocid1.compartment.oc1..')"),
-        Setting("subnet_id", True, "string", "the worker subnet", r"^ocid1\.subnet\.[a-z0-9]+\..*$",
-                "a subnet OCID ('ocid1.subnet.oc1..')"),
+                ocid("compartment|tenancy"), "a compartment OCID ('ocid1.compartment.oc1..' and its unique id)",
+                api_pattern=OCID_FORMAT, api_source=OCID_SOURCE),
+        Setting("subnet_id", True, "string", "the worker subnet", ocid("subnet"),
+                "a subnet OCID ('ocid1.subnet.oc1.<region>.' and its unique id)", api_pattern=OCID_FORMAT,
+                api_source=OCID_SOURCE),
         Setting("image_id", False, "string", "the node image; looked up from the node-pool options when absent",
-                r"^ocid1\.image\.[a-z0-9]+\..*$", "an image OCID ('ocid1.image.oc1..')"),
+                ocid("image"), "an image OCID ('ocid1.image.oc1.<region>.' and its unique id)",
+                api_pattern=OCID_FORMAT, api_source=OCID_SOURCE),
         Setting("availability_domains", False, "strings",
-                "availability domains for the placements; looked up when absent", r"^\S+:[A-Z0-9-]+-AD-[0-9]$",
+                "availability domains for the placements; looked up when absent", r"[A-Za-z0-9]{1,16}:[A-Z0-9-]{1,40}-AD-[0-9]",
                 "an availability domain such as 'Uocm:US-ASHBURN-AD-1'"),
         Setting("cluster_autoscaler", False, "string",
                 "'addon' (default): gpustack declares OKE's Cluster Autoscaler add-on with the pools' bounds; "
-                "'none': the cluster's own autoscaler is configured by hand", r"^(addon|none)$", "'addon' or 'none'"),
+                "'none': the cluster's own autoscaler is configured by hand", r"addon|none", "'addon' or 'none'"),
     )
-    cluster_rule = (r"^ocid1\.cluster\.[a-z0-9]+\..*$", "a cluster OCID ('ocid1.cluster.oc1..')")
+    cluster_rule = (ocid("cluster"), "a cluster OCID ('ocid1.cluster.oc1.<region>.' and its unique id)")
+    cluster_api_rule = (OCID_FORMAT, OCID_SOURCE)
     # OKE node-pool names: at most 32 characters (terraform-oci-oke#628; no limit in Oracle's API
     # reference, so gpustack keeps to the stricter secondary figure and to [a-z0-9-]).
     pool_names = NameRule(32, r"[a-z][a-z0-9-]{0,31}", "-",
