@@ -174,3 +174,12 @@ def test_the_plan_itself_does_not_change_with_the_day(tmp_path, capsys):
     catalog = write(tmp_path, "mine.csv", HEADER + PARIS)
     plan = build_plan(load_spec(paris_spec(tmp_path), [str(catalog)]))
     assert "days old" not in plan.to_json()
+
+
+def test_a_gpu_the_cloud_cannot_run_is_a_cloud_gap_with_its_source():
+    text = spec_text([{"name": "nb", "kind": "notebook", "gpu": "A10G", "gpu_fraction": 0.5}], ("gcp",))
+    with pytest.raises(SpecError) as info:
+        load_text(text, "spec.yaml")
+    message = str(info.value)
+    assert "A10G is not offered by GKE (target 'gcp-t'): GKE has no accelerator type for A10G (https://" in message
+    assert "--catalog" not in message

@@ -217,6 +217,12 @@ class Cloud:
         del gpu  # same set for every GPU unless a cloud says otherwise
         return mig_profiles
 
+    def gpu_gap(self, gpu: str) -> str | None:
+        """Why this cloud cannot run `gpu` at all, with the source, or None when nothing says so (then a
+        GPU missing from a region is a gap of the catalog, which a user catalog can fill)."""
+        del gpu
+        return None
+
     def spot_available(self, instance_type: str) -> str | None:
         """None when `instance_type` can run as spot here, else the reason it cannot."""
         del instance_type

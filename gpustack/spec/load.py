@@ -634,6 +634,13 @@ class _SpecReader(Reader):
                     continue
                 offered = self.catalog.offering(workload.gpu)
                 where = "; ".join(f"{CLOUDS.get(c).display_name} {', '.join(r)}" for c, r in offered.items())
+                gap = cloud.gpu_gap(workload.gpu)
+                if gap:  # a gap of the cloud, with its source: no catalog row can fill it
+                    self.problems.append(Problem(
+                        self.doc.where(("workloads", workload.index, "gpu")), f"workloads[{workload.index}].gpu",
+                        f"{workload.gpu} is not offered by {cloud.display_name} (target {target.name!r}): {gap}; "
+                        f"the catalog has it in: {where or 'no region'}"))
+                    continue
                 self.problems.append(Problem(
                     self.doc.where(("workloads", workload.index, "gpu")), f"workloads[{workload.index}].gpu",
                     f"the {self.catalog_name()} has no {workload.gpu} rows for {cloud.display_name} "

@@ -267,6 +267,11 @@ class GKE(Cloud):
         share, extra = divmod(nodes, len(used))
         return tuple((zone, share + (1 if i < extra else 0)) for i, zone in enumerate(used))
 
+    def gpu_gap(self, gpu: str) -> str | None:
+        if gpu in ACCELERATOR_TYPES:
+            return None
+        return f"GKE has no accelerator type for {gpu} ({_GKE_GPUS})"
+
     def mig_profiles(self, gpu: str, mig_profiles: tuple[str, ...]) -> tuple[str, ...]:
         allowed = _PARTITION_SIZES.get(gpu, ())
         return tuple(p for p in mig_profiles if p in allowed)
