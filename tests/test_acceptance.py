@@ -4,8 +4,8 @@ fallback, and a spec that honours it plans as asked."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import TARGETS, spec_text
+
 from gpustack.errors import SpecError
 from gpustack.plan import build_plan
 from gpustack.spec import load_text

@@ -18,14 +18,14 @@ from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
 from gpustack.plan import fallback
 from gpustack.plan.asks import Ask, AskError, decide
-from gpustack.plan.disks import default_disk_gib
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
+from gpustack.plan.disks import default_disk_gib
 from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
 from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
 from gpustack.plan.prices import PriceBook
+from gpustack.spec.load import pinned_key
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target, Workload
 from gpustack.spec.units import timezone_advice
-from gpustack.spec.load import pinned_key
 from gpustack.spec.yamlsource import path_str
 
 # Plan pool names double as label values (gpustack.dev/pool) and NVIDIA config names: DNS labels.
@@ -188,6 +188,7 @@ class _TargetPlanner:
     def refused(self, workload: Workload, gpu: GpuModel, ask: Ask, capacity: str, pinned: str | None,
                 reason: str) -> None:
         """A located error for a capacity (or a pinned type) the cloud refuses, with what would work."""
+        field_path: tuple[str | int, ...]
         offered = tuple(r for r in self.rows if r.name == pinned) if pinned else self.rows
         works = accepted_capacities(offered, gpu, ask, self.cloud)
         if pinned:
