@@ -4,6 +4,7 @@ fallback, and a spec that honours it plans as asked."""
 from __future__ import annotations
 
 import pytest
+
 from conftest import TARGETS, spec_text
 
 from gpustack.errors import SpecError
