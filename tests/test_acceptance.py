@@ -15,7 +15,8 @@ from gpustack.spec import load_text
 def plan(workloads: list[dict], cloud: str, **settings: object):
     text = spec_text(workloads, (cloud,))
     if settings:
-        target = {**TARGETS[cloud], "settings": {**TARGETS[cloud]["settings"], **settings}}
+        merged = {**TARGETS[cloud]["settings"], **settings}
+        target = {**TARGETS[cloud], "settings": {k: v for k, v in merged.items() if v is not None}}
         text = spec_text(workloads, (cloud,)).replace(
             _settings_yaml(TARGETS[cloud]), _settings_yaml(target))
     return build_plan(load_text(text, "spec.yaml")).targets[0], text
@@ -180,6 +181,15 @@ def test_gke_no_zone_offering_the_gpu_is_a_located_error():
     [problem] = info.value.problems
     assert "targets[0].settings.node_locations" in str(problem)
     assert "zones of us-central1 that do: us-central1-a, us-central1-c" in str(problem)
+
+
+def test_gke_pool_without_node_locations_warns_which_zones_offer_its_gpu():
+    target, _ = plan([{**TRAIN, "gpu": "H100"}], "gcp", node_locations=None)
+    assert "zones-unchecked" in codes(target)
+    message = next(w.message for w in target.warnings if w.code == "zones-unchecked")
+    assert "us-central1-a, us-central1-b, us-central1-c" in message
+    listed, _ = plan([{**TRAIN, "gpu": "H100"}], "gcp")
+    assert "zones-unchecked" not in codes(listed)
 
 
 def test_oke_availability_domain_of_another_region_is_a_located_error():

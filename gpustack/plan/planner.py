@@ -349,6 +349,10 @@ class _TargetPlanner:
                 pool = dataclasses.replace(pool, notes=pool.notes + (
                     f"Placed in {', '.join(offering)}: the other zones of settings.{setting} do not offer "
                     f"{pool.gpu}.",))
+        elif setting and (offered := self.cloud.zones_in_region(pool.gpu, self.target.region)):
+            self.warn("zones-unchecked", f"settings.{setting} is not set, so pool {pool.name!r} takes the cluster's "
+                                         f"zones, and only {', '.join(offered)} of {self.target.region} offer "
+                                         f"{pool.gpu}: list those zones in settings.{setting}", pool=pool.name)
         spread = self.cloud.floor_spread(here, pool.reserved_nodes) if pool.reserved_nodes else ()
         if pool.reserved_nodes >= 2 and not spread and self.cloud.single_zone_floor:
             self.warn("floor-single-zone", f"the reserved floor of pool {pool.name!r} ({pool.reserved_nodes} nodes) "
