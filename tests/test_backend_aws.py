@@ -52,9 +52,15 @@ def test_training_pool_is_spot_with_the_nvidia_ami_and_gpu_taint(declared, targe
     assert {"key": "gpustack.dev/spot", "value": "true", "effect": "NO_SCHEDULE"} in inputs["taints"]
     assert inputs["nodeGroupName"] == pool.cloud_name
     assert inputs["scalingConfig"] == {"minSize": 0, "maxSize": 2, "desiredSize": 0}
-    assert inputs["labels"] == dict(pool.labels) and inputs["labels"]["gpustack.dev/kind"] == "training"
+    # The plan's labels and the GPU label the autoscaler waits on for the device plugin.
+    assert inputs["labels"] == {**dict(pool.labels), "k8s.amazonaws.com/accelerator": "nvidia-h100"}
+    assert inputs["labels"]["gpustack.dev/kind"] == "training"
+    # Attribution, and what one node offers for the autoscaler's template at zero (eks:DescribeNodegroup).
+    template = "k8s.io/cluster-autoscaler/node-template/resources/"
     assert inputs["tags"] == {"team": "ml-platform", "cost-center": "4711", "environment": "prod",
-                              "model": "llama-70b", "experiment-id": "exp-42"}
+                              "model": "llama-70b", "experiment-id": "exp-42",
+                              f"{template}nvidia.com/gpu": "8", f"{template}cpu": inputs["tags"][f"{template}cpu"],
+                              f"{template}memory": inputs["tags"][f"{template}memory"]}
 
 
 def test_inference_floor_is_on_demand_in_a_targeted_capacity_reservation(declared, target):

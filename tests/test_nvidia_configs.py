@@ -152,6 +152,13 @@ def test_random_mig_demands_render_valid_configs(demands):
     # 7g.80gb alone is a whole GPU where layouts mix (OKE): such a plan has no MIG pool.
     partitioned = any(p.sharing.mode == "mig" for p in target.pools)
     assert partitioned == any(profile != "7g.80gb" for profile, _ in demands)
-    check_device_plugin(target, maps[nvidia.DEVICE_PLUGIN_CONFIGMAP], "mixed" if partitioned else "single")
+    uniform = True
+    if partitioned:
+        # `single` only where every MIG pool cuts every GPU of its nodes into one profile (the device plugin
+        # then exposes them as nvidia.com/gpu); else `mixed`.
+        parted = yaml.safe_load(maps[nvidia.MIG_PARTED_CONFIGMAP]["data"]["config.yaml"])["mig-configs"]
+        uniform = all(all(e["mig-enabled"] for e in entries) and len({p for e in entries for p in e["mig-devices"]}) == 1
+                      for name, entries in parted.items() if name != nvidia.ALL_DISABLED)
+    check_device_plugin(target, maps[nvidia.DEVICE_PLUGIN_CONFIGMAP], "single" if uniform else "mixed")
     if partitioned:
         check_mig_parted(target, maps[nvidia.MIG_PARTED_CONFIGMAP])

@@ -158,7 +158,9 @@ def test_values_file_names_the_pinned_chart_and_install_command():
 def test_aks_operator_leaves_mig_partitioning_to_the_node_pool():
     values = yaml.safe_load(render_files(in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target("azure-prod")))[VALUES_FILE])
     assert values["migManager"] == {"enabled": False}
-    assert values["mig"] == {"strategy": "mixed"}
+    # One profile per AKS pool: `single` exposes the slices as nvidia.com/gpu, so the autoscaler never
+    # takes a partitioned node for a GPU node whose driver is not up.
+    assert values["mig"] == {"strategy": "single"}
 
 
 def test_gke_renders_no_operator(tmp_path):

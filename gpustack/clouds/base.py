@@ -19,7 +19,7 @@ import enum
 import hashlib
 import importlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, ClassVar
 
@@ -142,6 +142,17 @@ class PreviewLogin:
 BUNDLE_PARTS = ("facts", "backend", "readers", "mocks")
 
 
+@dataclasses.dataclass(frozen=True)
+class FloorUpgradeRule:
+    """How the cloud upgrades a reserved floor's nodes without creating one beyond the reservation."""
+
+    settings: tuple[tuple[str, object], ...]  # the cloud's fields and values, as the backend sends them
+    max_surge: int
+    max_unavailable: int
+    default_surge: Callable[[int], int]  # nodes the cloud's default settings surge for a floor of n nodes
+    source: str
+
+
 PRIORITY_EXPANDER = "priority-expander"
 COMPUTE_CLASS = "compute-class"
 
@@ -199,6 +210,35 @@ class Cloud:
     # Where a reserved floor lands when `floor_spread` gives nothing: said in a plan warning, since a
     # zone outage then takes the whole floor (None: the reservation is not zonal, nothing to say).
     single_zone_floor: ClassVar[str | None] = None
+    # The node label the cloud's Cluster Autoscaler takes as "this node has GPUs" (its provider's
+    # GPULabel()), None where it has none; and whether gpustack must declare it on the nodes.
+    gpu_label: ClassVar[str | None] = None
+    gpu_label_declared: ClassVar[bool] = False
+    # The MIG strategy of the cloud's own device plugin (None: the GPU Operator's, chosen per target).
+    native_mig_strategy: ClassVar[str | None] = None
+    # Upgrade settings for reserved floors (None: the cloud's defaults, which the plan cannot vouch for).
+    floor_upgrade: ClassVar[FloorUpgradeRule | None] = None
+    # Why the cloud's autoscaler cannot be shown extended resources on the template node of a pool at
+    # zero (None: it can, through what the provisioner declares).
+    template_resources_gap: ClassVar[str | None] = None
+
+    def declared_gpu_label(self, gpu: str) -> tuple[str, str] | None:
+        """The GPU label gpustack declares on a pool's nodes, when the cloud does not set it itself."""
+        if not (self.gpu_label and self.gpu_label_declared):
+            return None
+        return self.gpu_label, "nvidia-" + re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-")
+
+    def template_gap(self, pool: "Pool") -> str | None:
+        """What the autoscaler gets wrong about a pool at zero because the cloud cannot be told better."""
+        shape_only = (("nvidia.com/gpu", pool.gpus_per_node),)
+        if self.template_resources_gap is None or pool.node_offers == shape_only:
+            return None
+        offers = ", ".join(f"{name}: {count}" for name, count in pool.node_offers)
+        return (f"at zero nodes the {self.display_name} autoscaler sees only the shape's nvidia.com/gpu: "
+                f"{pool.gpus_per_node}, not what a node offers ({offers}): {self.template_resources_gap}; "
+                "pods asking for a MIG device cannot start its first node, time-sliced pods start one node "
+                "per pod (up to max_nodes) until the first node reports; keep one node with a higher floor "
+                "if that matters")
 
     @property
     def bundle(self) -> str:

@@ -95,6 +95,34 @@ class PoolGpus:
 
 
 @dataclasses.dataclass(frozen=True)
+class FloorUpgrade:
+    """How a reserved floor's nodes are upgraded without a node beyond its reservation, and what the
+    cloud's default would have needed instead (the headroom avoided, priced)."""
+
+    max_surge: int  # nodes created beyond the pool's size during an upgrade
+    max_unavailable: int  # nodes taken down at once
+    headroom_nodes: int  # reserved beyond the floor for the surge (billed with the reservation)
+    headroom_monthly_usd: float
+    default_surge_nodes: int  # what the cloud's default settings would surge
+    default_headroom_monthly_usd: float  # reserving for that surge instead
+    settings: Pairs  # the cloud's own fields and values, e.g. (("updateStrategy", "MINIMAL"), ...)
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PodRequest:
+    """What every pod of one workload must carry to land on its pools, and only there."""
+
+    workload: str
+    resources: Pairs  # resource name -> quantity (Kubernetes spelling), e.g. nvidia.com/mig-3g.40gb: "1"
+    node_selector: Pairs
+    # The taints of its pools, each tolerated by key and effect whatever its value (operator Exists): the
+    # autoscaler's template may carry a taint with another value than the nodes (OKE adds nvidia.com/gpu="").
+    tolerations: tuple[Taint, ...]
+    pools: tuple[str, ...]  # the plan pools that carry its replicas
+
+
+@dataclasses.dataclass(frozen=True)
 class Pool:
     name: str  # cloud-neutral pool name; also the value of gpustack.dev/pool
     cloud_name: str  # the node-pool name on this target's cloud (valid there, stable)
@@ -133,6 +161,17 @@ class Pool:
     zones: tuple[str, ...] = ()  # the zones the pool launches in, when the plan names them (else the target's)
     # A reserved floor spread over zones, one reservation per zone: (zone, nodes); () = one reservation
     reservations: tuple[tuple[str, int], ...] = ()
+    # What one node offers once its device plugin runs (extended resources -> count), which the
+    # cloud's autoscaler must also see on the template node of the pool at zero.
+    node_offers: tuple[tuple[str, int], ...] = ()
+    # What the kubelet of one node reports as allocatable cpu and memory (Kubernetes quantities); the
+    # autoscaler's template at zero must not promise more (EKS and AKS templates take the instance's
+    # full capacity unless told).
+    node_allocatable: Pairs = ()
+    mig_strategy: str | None = None  # single | mixed: how the device plugin names this pool's MIG devices
+    # Labels the cloud's autoscaler reads that gpustack declares on the nodes (the cloud's GPU label).
+    autoscaler_labels: Pairs = ()
+    upgrade: FloorUpgrade | None = None  # reserved floors only
 
     @property
     def attribution(self) -> dict[str, str]:
@@ -243,6 +282,7 @@ class TargetPlan:
     notes: tuple[str, ...]
     prices_as_of: str
     commitment_discount: float
+    pod_requests: tuple[PodRequest, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -365,7 +405,27 @@ def _pool(p: Pool) -> dict[str, Any]:
         "disk": {"size_gib": p.disk_gib, "reason": p.disk_reason},
         "zones": list(p.zones),
         "reservations": [{"zone": zone, "nodes": nodes} for zone, nodes in p.reservations],
+        "node_offers": dict(p.node_offers),
+        "node_allocatable": dict(p.node_allocatable),
+        "mig_strategy": p.mig_strategy,
+        "autoscaler_labels": dict(p.autoscaler_labels),
+        "upgrade": _upgrade(p.upgrade),
     }
+
+
+def _upgrade(u: FloorUpgrade | None) -> dict[str, Any] | None:
+    if u is None:
+        return None
+    return {"max_surge": u.max_surge, "max_unavailable": u.max_unavailable, "headroom_nodes": u.headroom_nodes,
+            "headroom_monthly_usd": money(u.headroom_monthly_usd), "default_surge_nodes": u.default_surge_nodes,
+            "default_headroom_monthly_usd": money(u.default_headroom_monthly_usd), "settings": dict(u.settings),
+            "source": u.source}
+
+
+def _pod_request(r: PodRequest) -> dict[str, Any]:
+    return {"workload": r.workload, "resources": dict(r.resources), "node_selector": dict(r.node_selector),
+            "tolerations": [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in r.tolerations],
+            "pools": list(r.pools)}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:
@@ -404,4 +464,5 @@ def _target(t: TargetPlan) -> dict[str, Any]:
         ],
         "warnings": [_warning(w) for w in t.warnings],
         "notes": list(t.notes),
+        "pod_requests": [_pod_request(r) for r in t.pod_requests],
     }

@@ -16,11 +16,19 @@ from gpustack.clouds.kubelet import TIERED, KubeletReservation
 # a round allowance, so replicas leave room for them.
 _DAEMONS_CPU = 0.5
 _DAEMONS_GIB = 1.0
+DAEMONS = (_DAEMONS_CPU, _DAEMONS_GIB)
+
+
+def kubelet_allocatable(vcpus: float, memory_gib: float, reservation: KubeletReservation = TIERED,
+                        instance_type: str = "") -> tuple[float, float]:
+    """(cores, GiB) the kubelet reports as allocatable: capacity less what the node keeps for itself."""
+    cpu, memory = reservation.reserved(instance_type, vcpus, memory_gib)
+    return max(vcpus - cpu, 0.0), max(memory_gib - memory, 0.0)
 
 
 @functools.lru_cache(maxsize=4096)
 def allocatable(vcpus: float, memory_gib: float, reservation: KubeletReservation = TIERED,
                 instance_type: str = "") -> tuple[float, float]:
-    """(cores, GiB) available to workload pods on a node of this size."""
-    cpu, memory = reservation.reserved(instance_type, vcpus, memory_gib)
-    return max(vcpus - cpu - _DAEMONS_CPU, 0.0), max(memory_gib - memory - _DAEMONS_GIB, 0.0)
+    """(cores, GiB) available to workload pods on a node of this size, the GPU daemons' share taken."""
+    cpu, memory = kubelet_allocatable(vcpus, memory_gib, reservation, instance_type)
+    return max(cpu - _DAEMONS_CPU, 0.0), max(memory - _DAEMONS_GIB, 0.0)

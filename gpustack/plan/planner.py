@@ -16,7 +16,7 @@ from gpustack.catalog.mig import Profile
 from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import fallback
+from gpustack.plan import fallback, offers
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
@@ -106,6 +106,10 @@ class _TargetPlanner:
         self.check_reservation_settings(pools)
         pools = [self.placed(pool, zones) for pool in pools]
         pools = list(fallback.mark_pools(pools, self.cloud))  # GKE: the pools' ComputeClass label and taint
+        annotated, pod_requests, gaps = offers.annotate(pools, self.cloud)
+        pools = list(annotated)
+        for pool_name, message in gaps:
+            self.warn("template-gap", message, pool=pool_name)
         found, unordered = fallback.notes(pools, self.cloud)
         self.notes.extend(found)
         if pools:
@@ -118,8 +122,9 @@ class _TargetPlanner:
             self.check_labels(pool)
         if len(self.problems) > before:
             return None
-        return costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
-                                 self.catalog, self.cloud, tuple(self.warnings), tuple(self.notes))
+        planned = costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
+                                    self.catalog, self.cloud, tuple(self.warnings), tuple(self.notes))
+        return dataclasses.replace(planned, pod_requests=pod_requests)
 
     # -- per workload -------------------------------------------------------------------------
     def demands_of(self, workload: Workload) -> list[tuple[PoolKey, Demand]]:

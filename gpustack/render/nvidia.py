@@ -35,11 +35,13 @@ GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def mig_strategy(target: TargetPlan) -> str:
-    """One strategy per cluster: `mixed` as soon as a pool uses MIG (nvidia.com/mig-<profile>
-    resources; whole GPUs stay nvidia.com/gpu), else the chart's default `single`. The operator
-    passes it to the device plugin as MIG_STRATEGY, which beats the config file, so every config
-    says the same."""
-    return "mixed" if any(p.sharing.mode == "mig" for p in target.pools) else "single"
+    """The one MIG strategy of the cluster, as the plan decided it (`gpustack.plan.offers`): the
+    operator passes it to the device plugin as MIG_STRATEGY, which beats the config file, so every
+    config says the same. Without MIG pools, the chart's default `single`."""
+    strategies = {p.mig_strategy for p in target.pools if p.mig_strategy}
+    if len(strategies) > 1:
+        raise ValueError(f"target {target.name}: MIG pools disagree on the MIG strategy: {sorted(strategies)}")
+    return strategies.pop() if strategies else "single"
 
 
 def device_plugin_pools(target: TargetPlan) -> list[tuple[str, Pool]]:

@@ -29,8 +29,6 @@ NODE_POLICIES = {
     "cni": "AmazonEKS_CNI_Policy",
     "ecr": "AmazonEC2ContainerRegistryReadOnly",
 }
-# The cluster autoscaler and the scheduled actions move the desired size; Pulumi must not move it back.
-_SCALING_IGNORED = ["scalingConfig.desiredSize"]
 
 
 def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
@@ -38,11 +36,13 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
     subnet_ids = [str(s) for s in settings["subnet_ids"]]  # type: ignore[union-attr]
     role_arn, role_ready = _node_role(target, plan, settings.get("node_role_arn")) if target.pools else ("", [])
     cloud = CLOUDS.get(target.cloud)
+    existing = aws.eks.get_node_groups_output(cluster_name=target.cluster).names if target.pools else None
 
     def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
         problems = cloud.check_pool(pool)
         assert not problems, problems  # planning refuses such pools; reaching here is a bug
-        return _node_group(target, pool, subnet_ids, role_arn, role_ready, opts)
+        assert existing is not None
+        return _node_group(target, pool, subnet_ids, role_arn, role_ready, _desired_size(target, pool, existing), opts)
 
     return {pool.name: GpuNodePool(target.cloud, pool, build) for pool in target.pools}
 
@@ -67,8 +67,25 @@ def _node_role(target: TargetPlan, plan: Plan, arn: object) -> tuple[pulumi.Inpu
     return role.arn, [role, *attachments]
 
 
+def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[str]]) -> pulumi.Output[int]:
+    """The desired size to send: the live one, kept inside the new bounds, or the floor for a new group.
+
+    The autoscaler (and the scheduled actions) move the desired size, so sending the floor would undo
+    their work; ignoring it instead sends the stale live value, which UpdateNodegroupConfig refuses once
+    a floor rises above it or a maximum falls below it ("minSize ... less than or equal to desiredSize",
+    https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupScalingConfig.html)."""
+    def clamp(names: list[str]) -> pulumi.Input[int]:
+        if pool.cloud_name not in (names or []):
+            return pool.min_nodes
+        live = aws.eks.get_node_group_output(cluster_name=target.cluster, node_group_name=pool.cloud_name)
+        return live.scaling_configs.apply(
+            lambda configs: min(pool.max_nodes, max(pool.min_nodes, int(configs[0].desired_size))))
+    return existing.apply(clamp)
+
+
 def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn: pulumi.Input[str],
-                role_ready: list[pulumi.Resource], opts: pulumi.ResourceOptions) -> dict[str, Any]:
+                role_ready: list[pulumi.Resource], desired_size: pulumi.Input[int],
+                opts: pulumi.ResourceOptions) -> dict[str, Any]:
     tags = pool.attribution
     outputs: dict[str, Any] = {}
     reservation_spec = None
@@ -104,15 +121,17 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
         ami_type=eks.ami_type(pool.instance_type),
         instance_types=[pool.instance_type],
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-            min_size=pool.min_nodes, max_size=pool.max_nodes, desired_size=pool.min_nodes),
-        labels=dict(pool.labels),
+            min_size=pool.min_nodes, max_size=pool.max_nodes, desired_size=desired_size),
+        # A floor's update never launches beyond its reservation (gpustack.clouds.aws EKS.floor_upgrade).
+        update_config=aws.eks.NodeGroupUpdateConfigArgs(**dict(pool.upgrade.settings)) if pool.upgrade else None,
+        labels=eks.node_labels(pool),
         taints=[aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=eks.taint_effect(t.effect))
                 for t in pool.taints],
         launch_template=launch_template,
-        tags=tags,
+        # The autoscaler reads these through eks:DescribeNodegroup for a group at zero (docs/deploy.md).
+        tags={**tags, **eks.node_template_tags(pool)},
         # Nodes cannot join before their role has its policies.
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=role_ready,
-                                                                       ignore_changes=_SCALING_IGNORED)))
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=role_ready)))
     asg_name = node_group.resources[0].autoscaling_groups[0].name
     if pool.schedule is not None:
         _schedules(pool, asg_name, opts)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, NameRule, PreviewLogin, Setting
+from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 from gpustack.clouds.kubelet import CPU_TIERS, KubeletReservation
 
 if TYPE_CHECKING:
@@ -86,6 +86,26 @@ LOCAL_STORAGE_STRATEGIES = frozenset({"RAID0", "RAID10", "Mount"})
 
 def local_storage_strategy(instance_type: str) -> str | None:
     return LOCAL_STORAGE_STRATEGY if instance_family(instance_type) in NVME_INSTANCE_STORE_FAMILIES else None
+# What the Cluster Autoscaler reads for a managed node group at zero nodes (cloudprovider/aws/aws_manager.go,
+# buildNodeFromTemplate): the node group's labels and taints through eks:DescribeNodegroup, and resources
+# from the node group's tags with this prefix (extractAllocatableResourcesFromTags), which override what
+# the instance type says (e.g. nvidia.com/gpu: 8 on a p4de.24xlarge whose GPUs are MIG-partitioned).
+NODE_TEMPLATE_RESOURCES = "k8s.io/cluster-autoscaler/node-template/resources/"
+# EKS tag keys: at most 128 characters, values at most 256
+# (https://docs.aws.amazon.com/eks/latest/userguide/eks-using-tags.html).
+MAX_TAG_KEY = 128
+
+
+def node_template_tags(pool: "Pool") -> dict[str, str]:
+    """The node group tags that tell the autoscaler what one node of `pool` offers: its allocatable cpu
+    and memory (else the template promises the instance's full capacity) and its extended resources."""
+    offers = [*pool.node_allocatable, *((name, str(count)) for name, count in pool.node_offers)]
+    return {f"{NODE_TEMPLATE_RESOURCES}{name}": value for name, value in offers}
+
+
+def node_labels(pool: "Pool") -> dict[str, str]:
+    """The node group's labels: the plan's, and the GPU label the autoscaler waits on."""
+    return {**dict(pool.labels), **dict(pool.autoscaler_labels)}
 
 
 def instance_family(instance_type: str) -> str:
@@ -220,6 +240,8 @@ class EKS(Cloud):
 
     def check_pool(self, pool: "Pool") -> list[str]:
         problems = super().check_pool(pool) + enum_problems(self.display_name, pool_enums(pool))
+        problems += [f"node-template tag {key!r} is longer than EKS's {MAX_TAG_KEY} characters"
+                     for key in node_template_tags(pool) if len(key) > MAX_TAG_KEY]
         if len(pool.taints) > MAX_TAINTS:
             problems.append(f"{len(pool.taints)} taints; an EKS node group takes at most {MAX_TAINTS}")
         return problems
@@ -231,6 +253,20 @@ class EKS(Cloud):
     # node group's name (kubernetes/autoscaler#3871; shape in terraform-aws-modules/terraform-aws-eks#3007,
     # the bare `eks-<uuid>` of early node groups in aws/containers-roadmap#1304). gpustack does not run
     # the autoscaler on EKS.
+    # The autoscaler's GPU label (GPULabel in cloudprovider/aws/aws_cloud_provider.go); EKS does not put it
+    # on nodes, so node groups declare it: without it the autoscaler does not wait for the device plugin
+    # and starts more nodes while the first ones come up.
+    gpu_label = "k8s.amazonaws.com/accelerator"
+    gpu_label_declared = True
+    # Reserved floors: updateStrategy MINIMAL "terminates the old instances before launching the new
+    # instances" (API_NodegroupUpdateConfig), so an update never needs a node beyond the reservation.
+    # The DEFAULT strategy launches first, "the larger of twice the number of Availability Zones or
+    # maxUnavailable" nodes (managed-node-update-behavior), and a floor lives in one zone: 2 nodes.
+    floor_upgrade = FloorUpgradeRule(
+        settings=(("max_unavailable", 1), ("update_strategy", "MINIMAL")),
+        max_surge=0, max_unavailable=1, default_surge=lambda nodes: max(2 * 1, 1),
+        source="https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html; "
+               "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html")
     fallback_mechanism = FallbackMechanism(
         PRIORITY_EXPANDER,
         node_group=r"^eks-{pool}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",

@@ -5,12 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+# EKS node groups that already exist, by name: their live scaling config (wire names), as
+# eks:DescribeNodegroup reports it. Empty: a first `pulumi up`. Tests set it to simulate an update.
+LIVE_NODE_GROUPS: dict[str, dict[str, int]] = {}
+
 # Canned answers for the data sources (invokes), keyed by token.
 CALLS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "aws:index/getPartition:getPartition": lambda args: {
         "id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"},
     "aws:ec2/getSubnet:getSubnet": lambda args: {
         "id": args.get("id", "subnet-0"), "availabilityZone": "us-east-1a", "vpcId": "vpc-0"},
+    "aws:eks/getNodeGroups:getNodeGroups": lambda args: {
+        "id": args.get("clusterName", ""), "clusterName": args.get("clusterName", ""), "names": sorted(LIVE_NODE_GROUPS)},
+    "aws:eks/getNodeGroup:getNodeGroup": lambda args: {
+        "id": args.get("nodeGroupName", ""), "clusterName": args.get("clusterName", ""),
+        "nodeGroupName": args.get("nodeGroupName", ""),
+        "scalingConfigs": [LIVE_NODE_GROUPS.get(args.get("nodeGroupName", ""), {})]},
 }
 
 # Outputs the cloud computes, keyed by resource type: (logical name, inputs) -> outputs.

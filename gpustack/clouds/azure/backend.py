@@ -65,12 +65,15 @@ def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulum
         os_disk_size_gb=pool.disk_gib,
         node_labels=dict(pool.labels),
         node_taints=[f"{t.key}={t.value}:{t.effect}" for t in pool.taints],
-        tags=pool.attribution,
+        # Attribution, and the node-template tags the autoscaler reads from the pool's scale set at zero.
+        tags=facts.agent_pool_tags(pool),
         scale_set_priority=enums["scale_set_priority"],
         gpu_profile=containerservice.GPUProfileArgs(driver=enums["gpu_driver"]),
     )
     if "scale_set_eviction_policy" in enums:
         args.update(scale_set_eviction_policy=enums["scale_set_eviction_policy"], spot_max_price=facts.SPOT_MAX_PRICE)
+    if pool.upgrade:  # a floor is reimaged in place, never surged beyond its reservation
+        args["upgrade_settings"] = containerservice.AgentPoolUpgradeSettingsArgs(**dict(pool.upgrade.settings))
     if "gpu_instance_profile" in enums:
         args["gpu_instance_profile"] = enums["gpu_instance_profile"]
     outputs: dict[str, Any] = {}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.azure import acceptance
 from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
+from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -62,6 +62,41 @@ _NOT_TAGS = ("gpustack.dev/", "nvidia.com/", "kubernetes.azure.com/")
 # The gpuInstanceProfile each generic MIG shape maps to: one profile for every GPU of the pool
 # (MicrosoftDocs/azure-aks-docs articles/aks/gpu-multi-instance.md; GPUInstanceProfile enum).
 _MIG_KEYS = {"1g": "MIG1g", "2g": "MIG2g", "3g": "MIG3g", "4g": "MIG4g", "7g": "MIG7g"}
+
+
+# What the Cluster Autoscaler reads for an agent pool at zero nodes (cloudprovider/azure/azure_template.go,
+# processVMSSTemplate): the tags of the pool's scale set, which carry the agent pool's tags
+# (https://learn.microsoft.com/en-us/azure/aks/use-tags). Labels, taints and resources each have a prefix
+# (azure_util.go); in the rest of the tag name `_` stands for `/` and `~2` for `_` (labels and taint
+# keys; extractLabelsFromTags, extractTaintsFromTags), and resources decode `_` to `/`
+# (extractAllocatableResourcesFromScaleSet). Azure allows 50 tags per resource
+# (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/tag-resources#limitations).
+TEMPLATE_LABEL_TAG = "k8s.io_cluster-autoscaler_node-template_label_"
+TEMPLATE_TAINT_TAG = "k8s.io_cluster-autoscaler_node-template_taint_"
+TEMPLATE_RESOURCES_TAG = "k8s.io_cluster-autoscaler_node-template_resources_"
+MAX_TAGS = 50
+# The GPU label AKS puts on GPU nodes (azure_cloud_provider.go, GPULabel): also on the template, so the
+# autoscaler waits for the device plugin on SKUs its label prediction does not know (NvidiaEnabledSKUs).
+GPU_LABEL = "kubernetes.azure.com/accelerator"
+GPU_LABEL_VALUE = "nvidia"
+
+
+def _tag_key(key: str) -> str:
+    return key.replace("_", "~2").replace("/", "_")
+
+
+def node_template_tags(pool: "Pool") -> dict[str, str]:
+    """Agent pool tags that show the autoscaler a node of `pool` at zero: labels, taints, resources."""
+    tags = {f"{TEMPLATE_LABEL_TAG}{_tag_key(k)}": v for k, v in pool.labels}
+    tags[f"{TEMPLATE_LABEL_TAG}{_tag_key(GPU_LABEL)}"] = GPU_LABEL_VALUE
+    tags.update({f"{TEMPLATE_TAINT_TAG}{_tag_key(t.key)}": f"{t.value}:{t.effect}" for t in pool.taints})
+    offers = [*pool.node_allocatable, *((name, str(count)) for name, count in pool.node_offers)]
+    tags.update({f"{TEMPLATE_RESOURCES_TAG}{name.replace('/', '_')}": value for name, value in offers})
+    return tags
+
+
+def agent_pool_tags(pool: "Pool") -> dict[str, str]:
+    return {**pool.attribution, **node_template_tags(pool)}
 
 
 def gpu_instance_profile(shape_key: str) -> str | None:
@@ -185,6 +220,11 @@ class AKS(Cloud):
             problems.append(f"an AKS agent pool takes one MIG profile (gpuInstanceProfile); this pool has "
                             f"{', '.join(profiles)}")
         problems.extend(check_enums(agent_pool_enums(pool), ALLOWED, "AKS"))
+        tags = agent_pool_tags(pool)
+        if len(tags) > MAX_TAGS:
+            problems.append(f"{len(tags)} tags on the agent pool (attribution labels and the autoscaler's "
+                            f"node-template labels, taints and resources); Azure allows {MAX_TAGS} per resource: "
+                            "use fewer attribution labels")
         return problems
 
     def check_label(self, key: str, value: str) -> list[str]:
@@ -218,6 +258,17 @@ class AKS(Cloud):
     # safely with Azure AKS spot node pools", Azure/AKS blog/_posts/2025-07-17-Scaling-safely-with-spot-on-aks.md).
     # A node group's id is the pool's scale set, `aks-<agent pool name>-<number>-vmss` (Azure provider
     # README note, kubernetes/autoscaler#1896; node names such as aks-nodepool1-27324113-vmss000000).
+    # The autoscaler's GPU label (GPULabel in cloudprovider/azure/azure_cloud_provider.go), which AKS puts
+    # on GPU nodes itself (a reserved label: https://learn.microsoft.com/en-us/azure/aks/use-labels).
+    gpu_label = GPU_LABEL
+    # Reserved floors: maxSurge 0 with maxUnavailable 1 cordons and reimages one node at a time, "recommended
+    # when obtaining additional quota or capacity is not possible for the upgrade surge"; with a surge the
+    # capacity reservation group must hold the surge too (default max surge 1).
+    floor_upgrade = FloorUpgradeRule(
+        settings=(("max_surge", "0"), ("max_unavailable", "1")),
+        max_surge=0, max_unavailable=1, default_surge=lambda nodes: 1,
+        source="https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-node-pools-rolling; "
+               "https://learn.microsoft.com/en-us/azure/aks/use-capacity-reservation-groups")
     fallback_mechanism = FallbackMechanism(
         PRIORITY_EXPANDER,
         node_group=r"^aks-{pool}-[0-9]+-vmss$",

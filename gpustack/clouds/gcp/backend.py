@@ -92,6 +92,9 @@ def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> 
                     for t in pool.taints],
             guest_accelerators=[_accelerator(pool, accelerator)],
             reservation_affinity=reservation_affinity),
+        # A floor's nodes are recreated one at a time inside its reservation, never surged beyond it.
+        upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(**dict(pool.upgrade.settings))
+        if pool.upgrade else None,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=_INITIAL_COUNT_IGNORED)))
     outputs["node_pool_id"] = node_pool.id
     return outputs

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.gcp import acceptance
 from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import COMPUTE_CLASS, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
+from gpustack.clouds.base import COMPUTE_CLASS, Cloud, ExampleTarget, FallbackMechanism, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from gpustack.catalog import InstanceType
@@ -316,6 +316,18 @@ class GKE(Cloud):
     # (GKE 1.30.3-gke.1451000 or later, Standard and Autopilot). Node pools created by hand join a class
     # with the node label and the NoSchedule taint `cloud.google.com/compute-class=<class>`, and pods
     # select it with that node selector (about-custom-compute-classes#gke-standard-pools-compute-classes).
+    # GKE labels GPU nodes cloud.google.com/gke-accelerator itself (GPULabel in cloudprovider/gce/
+    # gce_cloud_provider.go), and its device plugin names every MIG partition nvidia.com/gpu.
+    gpu_label = "cloud.google.com/gke-accelerator"
+    native_mig_strategy = "single"
+    # Reserved floors: "All nodes that GKE creates, including nodes used for upgrades, are subject to ...
+    # reservation capacity" for specific reservation affinity; maxSurge 0 with maxUnavailable 1 recreates
+    # one node at a time inside it (default maxSurge 1).
+    floor_upgrade = FloorUpgradeRule(
+        settings=(("strategy", "SURGE"), ("max_surge", 0), ("max_unavailable", 1)),
+        max_surge=0, max_unavailable=1, default_surge=lambda nodes: 1,
+        source="https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies; "
+               "https://cloud.google.com/kubernetes-engine/docs/how-to/node-upgrades-quota")
     fallback_mechanism = FallbackMechanism(
         COMPUTE_CLASS,
         pool_marker="cloud.google.com/compute-class",

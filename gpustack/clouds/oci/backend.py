@@ -140,7 +140,12 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
         node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
             size=pool.min_nodes, placement_configs=placements, freeform_tags=tags),
         initial_node_labels=[oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v) for k, v in pool.labels],
-        node_metadata={"user_data": user_data(pool)},
+        # The kubelet registers the taints through the cloud-init; the autoscaler reads them for a pool at
+        # zero from kubelet-extra-args (gpustack.clouds.oci.KUBELET_EXTRA_ARGS).
+        node_metadata={"user_data": user_data(pool), facts.KUBELET_EXTRA_ARGS: facts.register_with_taints(pool)},
+        # A floor's nodes are cycled one at a time without an instance beyond its reservation.
+        node_pool_cycling_details=oci.containerengine.NodePoolNodePoolCyclingDetailsArgs(
+            **dict(pool.upgrade.settings)) if pool.upgrade else None,
         freeform_tags=tags,
         # The autoscaler owns the node count once the pool exists; `size` only sizes the first creation.
         # A looked-up image is the newest Oracle publishes: taking it would roll every pool on an
@@ -170,9 +175,8 @@ def _placement(subnet_id: str, domain: str, *, preemptible: bool = False, capaci
 def cloud_init(pool: Pool) -> str:
     """The node's cloud-init script: grow the root filesystem onto the whole boot volume, then OKE's
     init, with the kubelet registering the pool's taints."""
-    taints = ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints)
     return (f"#!/bin/bash\n{facts.GROW_ROOT_FILESYSTEM}\n{_OKE_INIT}\n"
-            f'bash /var/run/oke-init.sh --kubelet-extra-args "--register-with-taints={taints}"\n')
+            f'bash /var/run/oke-init.sh --kubelet-extra-args "{facts.register_with_taints(pool)}"\n')
 
 
 def user_data(pool: Pool) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, NameRule, PreviewLogin, Setting
+from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -49,6 +49,13 @@ ENHANCED_CLUSTER = "ENHANCED_CLUSTER"
 # Linux images ship oci-growfs, which OKE's own cloud-init example runs first
 # (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengusingcustomcloudinitscripts.htm).
 GROW_ROOT_FILESYSTEM = "/usr/libexec/oci-growfs -y"
+# The node-pool metadata key whose `--register-with-taints` the Cluster Autoscaler reads for a pool at zero
+# (cloudprovider/oci/nodepools/registered_taints.go).
+KUBELET_EXTRA_ARGS = "kubelet-extra-args"
+
+
+def register_with_taints(pool: "Pool") -> str:
+    return "--register-with-taints=" + ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints)
 
 
 def node_pool_enums(pool: "Pool") -> dict[str, str | None]:
@@ -173,6 +180,19 @@ class OKE(Cloud):
     # node pools by OCID (the `nodes` argument; nodePool.Id() in kubernetes/autoscaler
     # cluster-autoscaler/cloudprovider/oci/nodepools/oci_node_pool.go). An OCID exists only once the
     # pool does, so only the Pulumi program can write the priority ConfigMap, never `gpustack render`.
+    # The OCI provider has no GPU label (GPULabel() returns "" in cloudprovider/oci/nodepools/
+    # oci_cloud_provider.go) and builds the template of a pool at zero from the shape, the pool's
+    # initial node labels and the taints of its `kubelet-extra-args` metadata only (oci_manager.go,
+    # buildNodeFromTemplate; registered_taints.go): no extended resources.
+    template_resources_gap = ("OCI's node-pool template takes its resources from the shape alone ("
+                              "kubernetes/autoscaler cluster-autoscaler/cloudprovider/oci/nodepools/oci_manager.go, "
+                              "buildNodeFromTemplate)")
+    # Reserved floors: node cycling with maximumSurge 0 and maximumUnavailable 1 replaces one node at a
+    # time without an extra instance (defaults: surge 1, unavailable 0).
+    floor_upgrade = FloorUpgradeRule(
+        settings=(("is_node_cycling_enabled", True), ("maximum_surge", "0"), ("maximum_unavailable", "1")),
+        max_surge=0, max_unavailable=1, default_surge=lambda nodes: 1,
+        source="https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/balance-service-availability-cost.htm")
     fallback_mechanism = FallbackMechanism(
         PRIORITY_EXPANDER,
         node_group=None,

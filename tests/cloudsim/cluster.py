@@ -1,0 +1,162 @@
+"""One target's node pools as the simulator sees them: the declared node-pool resource of each pool,
+its template at zero, a running node, and its upgrade settings."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cloudsim import devices, templates, upgrades
+from cloudsim.kube import Node, Pod, Taint, quantity
+from gpustack.catalog import InstanceType, load_catalog
+# A running node's allocatable CPU and memory: what the cloud's node image reserves (the cloud's
+# kubelet_reservation, data with its source) less the GPU daemons' allowance (gpustack/plan/nodes.py);
+# templates at zero use the instance's capacity instead (aws_manager.go: "TODO: use proper allocatable!!").
+from gpustack.clouds import CLOUDS
+from gpustack.plan.nodes import allocatable as allocatable_cpu_memory
+
+NODE_POOL_TYPES = {"aws": "aws:eks/nodeGroup:NodeGroup", "azure": "azure-native:containerservice:AgentPool",
+                   "gcp": "gcp:container/nodePool:NodePool", "oci": "oci:ContainerEngine/nodePool:NodePool"}
+GPU_LABELS = {"aws": templates.AWS_GPU_LABEL, "azure": templates.AZURE_GPU_LABEL, "gcp": templates.GCE_GPU_LABEL,
+              "oci": None}  # oci_cloud_provider.go: GPULabel() returns ""
+_NAME_FIELD = {"aws": "nodeGroupName", "azure": "agentPoolName", "gcp": "name", "oci": "name"}
+_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+def plain(resource: Any) -> dict[str, Any]:
+    """A declared resource (gpustack.testing.Declared or a golden entry) as {type, name, inputs}."""
+    if isinstance(resource, Mapping):
+        return {"type": resource["type"], "name": resource["name"], "inputs": resource.get("inputs") or {},
+                "parent": str(resource.get("parent", "")).rsplit("::", 1)[-1],
+                "ignore_changes": tuple(resource.get("ignore_changes") or ())}
+    return {"type": resource.type, "name": resource.name, "inputs": resource.inputs,
+            "parent": resource.parent.rsplit("::", 1)[-1], "ignore_changes": tuple(resource.ignore_changes)}
+
+
+@dataclasses.dataclass(frozen=True)
+class SimPool:
+    cloud: str
+    pool: str  # the plan pool it belongs to (its component's name)
+    name: str  # the node pool's name on the cloud
+    resource: Mapping[str, Any]
+    row: InstanceType
+    template: Node
+    node: Node  # a ready node of the pool
+    min_nodes: int
+    max_nodes: int
+
+
+def _instance(cloud: str, inputs: Mapping[str, Any]) -> str:
+    if cloud == "aws":
+        return inputs["instanceTypes"][0]
+    if cloud == "azure":
+        return inputs["vmSize"]
+    if cloud == "gcp":
+        return inputs["nodeConfig"]["machineType"]
+    return inputs["nodeShape"]
+
+
+def _bounds(cloud: str, inputs: Mapping[str, Any]) -> tuple[int, int]:
+    if cloud == "aws":
+        return int(inputs["scalingConfig"]["minSize"]), int(inputs["scalingConfig"]["maxSize"])
+    if cloud == "azure":
+        return int(inputs["minCount"]), int(inputs["maxCount"])
+    if cloud == "gcp":
+        return int(inputs["autoscaling"]["totalMinNodeCount"]), int(inputs["autoscaling"]["totalMaxNodeCount"])
+    return int(inputs["nodeConfigDetails"]["size"]), -1  # OKE: bounds live in the autoscaler add-on
+
+
+def _node_taints(cloud: str, inputs: Mapping[str, Any]) -> tuple[Taint, ...]:
+    """The taints a running node registers with (what the kubelet or the cloud puts on it)."""
+    if cloud == "aws":
+        return tuple(Taint(t["key"], t.get("value", ""), _EFFECTS[t["effect"]]) for t in inputs.get("taints") or ())
+    if cloud == "gcp":
+        return tuple(Taint(t["key"], t["value"], _EFFECTS[t["effect"]]) for t in inputs["nodeConfig"].get("taints") or ())
+    if cloud == "azure":
+        out = []
+        for text in inputs.get("nodeTaints") or ():
+            head, effect = text.rsplit(":", 1)
+            key, _, value = head.partition("=")
+            out.append(Taint(key, value, effect))
+        return tuple(out)
+    metadata = inputs.get("nodeMetadata") or {}
+    script = metadata.get("user_data (decoded)") or base64.b64decode(metadata.get("user_data", "")).decode()
+    match = re.search(r"--register-with-taints=([^\s\"]*)", script)
+    return tuple(templates._parse_taints(match.group(1))) if match else ()
+
+
+def _oke_bounds(resources: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+    """min:max per node pool id from the Cluster Autoscaler add-on's `nodes` argument."""
+    out = {}
+    for r in resources:
+        if r["type"] == "oci:ContainerEngine/addon:Addon":
+            for config in r["inputs"].get("configurations") or ():
+                if config["key"] == "nodes":
+                    for item in str(config["value"]).split(","):
+                        low, high, pool_id = item.split(":", 2)
+                        out[pool_id] = (int(low), int(high))
+    return out
+
+
+def pools(cloud: str, region: str, cluster: str, resources: Sequence[Any], objects: Sequence[Mapping[str, Any]] = (),
+          operator_values: Mapping[str, Any] | None = None) -> dict[str, SimPool]:
+    """Every declared node pool of the target, by the plan pool (component) it belongs to."""
+    declared = [plain(r) for r in resources]
+    oke_bounds = _oke_bounds(declared)
+    found = {}
+    for resource in declared:
+        if resource["type"] != NODE_POOL_TYPES[cloud]:
+            continue
+        inputs = resource["inputs"]
+        row = load_catalog().instance(cloud, region, _instance(cloud, inputs))
+        assert row is not None, _instance(cloud, inputs)
+        template = {"aws": lambda: templates.eks_template(resource, cluster, row),
+                    "azure": lambda: templates.aks_template(resource, row),
+                    "gcp": lambda: templates.gke_template(resource, row),
+                    "oci": lambda: templates.oke_template(resource, row)}[cloud]()
+        template = templates.with_daemonsets(template)
+        offered = devices.advertised(cloud, resource, row, objects, operator_values)
+        cpu, memory_gib = allocatable_cpu_memory(row.vcpus, row.memory_gib, CLOUDS.get(cloud).kubelet_reservation,
+                                                 row.name)
+        allocatable = {"pods": 110.0, "cpu": cpu, "memory": memory_gib * templates.GIB,
+                       **{k: float(v) for k, v in offered.items()}}
+        if "nvidia.com/gpu" not in offered:
+            allocatable.pop("nvidia.com/gpu", None)
+        node = Node(allocatable, devices.node_labels(cloud, resource), _node_taints(cloud, inputs))
+        low, high = _bounds(cloud, inputs)
+        if cloud == "oci":
+            low, high = oke_bounds.get(f"{resource['name']}-id", (low, low))
+        found[resource["parent"]] = SimPool(cloud, resource["parent"], inputs[_NAME_FIELD[cloud]], resource, row,
+                                            template, node, low, high)
+    return found
+
+
+def pod(requests: Mapping[str, str], node_selector: Mapping[str, str],
+        tolerations: Sequence[Mapping[str, str]]) -> Pod:
+    return Pod({k: quantity(v) for k, v in requests.items()}, dict(node_selector), tuple(dict(t) for t in tolerations))
+
+
+def upgrade_settings(pool: SimPool) -> upgrades.UpgradeSettings:
+    return upgrades.SETTINGS[pool.cloud](pool.resource)
+
+
+_RESERVATIONS = {
+    "aws:ec2/capacityReservation:CapacityReservation": lambda i: i["instanceCount"],
+    "azure-native:compute:CapacityReservation": lambda i: i["sku"]["capacity"],
+    "gcp:compute/reservation:Reservation": lambda i: i["specificReservation"]["count"],
+    "oci:Core/computeCapacityReservation:ComputeCapacityReservation":
+        lambda i: sum(c["reservedCount"] for c in i["instanceReservationConfigs"]),
+}
+
+
+def reserved_nodes(resources: Sequence[Any]) -> dict[str, int]:
+    """Instances each pool's capacity reservation holds, by plan pool, from the declared reservations."""
+    out: dict[str, int] = {}
+    for resource in map(plain, resources):
+        count = _RESERVATIONS.get(resource["type"])
+        if count:
+            out[resource["parent"]] = out.get(resource["parent"], 0) + int(count(resource["inputs"]))
+    return out

@@ -1,0 +1,318 @@
+"""The clouds' behaviour, simulated (tests/cloudsim): for every pool of the example on every cloud, the
+autoscaler's template at zero offers what a node offers, every workload's pods fit the templates of their
+own pools and of no pool of another kind, one scale-up starts the nodes the plan says, no node is taken
+for an unready GPU node, every reserved floor upgrades inside its reservation, and EKS scaling updates
+are valid. The same simulator, run on the resources the first version declared, finds each defect."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cloudsim import cluster, upgrades
+from cloudsim.kube import Pod, counted_as_unready_gpu, estimate_scale_up, why_not
+from conftest import EXAMPLE
+from gpustack import testing
+from gpustack.clouds.aws import mocks as eks_mocks
+from gpustack.plan import build_plan
+from gpustack.plan.model import Plan, TargetPlan
+from gpustack.render import in_cluster
+from gpustack.spec import load_spec
+
+WAVE1 = Path(__file__).resolve().parent / "cloudsim" / "wave1"
+TARGETS = ("aws-prod", "azure-prod", "gcp-prod", "oci-prod")
+EXAMPLE_PLAN = build_plan(load_spec(EXAMPLE))
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolView:
+    """What the checks need of a planned pool (today's plan, or the first version's recorded one)."""
+
+    name: str
+    kind: str
+    role: str
+    min_nodes: int
+    max_nodes: int
+    reserved_nodes: int
+    replicas: Mapping[str, int]  # per workload, the replicas the pool carries
+    offers: Mapping[str, int] | None = None  # what the plan says one node offers (None: it did not say)
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetView:
+    name: str
+    cloud: str
+    pools: tuple[PoolView, ...]
+    pods: Mapping[str, tuple[Pod, tuple[str, ...]]]  # workload -> its pod, the pools that carry it
+    gaps: frozenset[str] = frozenset()  # pools the plan warns the autoscaler cannot be shown at zero
+
+
+def view(target: TargetPlan) -> TargetView:
+    """Today's plan: pools with what a node offers, pods as `pod_requests` prescribes them."""
+    pools = tuple(PoolView(p.name, p.kind, p.role, p.min_nodes, p.max_nodes, p.reserved_nodes,
+                           {pl.workload: pl.replicas for pl in p.placements if pl.replicas}, dict(p.node_offers))
+                  for p in target.pools)
+    pods = {}
+    for request in target.pod_requests:
+        tolerations = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations]
+        pods[request.workload] = (cluster.pod(dict(request.resources), dict(request.node_selector), tolerations),
+                                  request.pools)
+    gaps = frozenset(w.pool for w in target.warnings if w.code == "template-gap" and w.pool)
+    return TargetView(target.name, target.cloud, pools, pods, gaps)
+
+
+def simulated(plan: Plan, target: TargetPlan, resources: Sequence[Any]) -> dict[str, cluster.SimPool]:
+    """The simulator's view of what the program declares and `gpustack render` writes for `target`."""
+    rendered = in_cluster(plan, target)
+    values = rendered.operator.values if rendered.operator else None
+    return cluster.pools(target.cloud, target.region, target.cluster, resources, rendered.objects, values)
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def example(request) -> tuple[TargetPlan, dict[str, cluster.SimPool], list[testing.Declared]]:
+    target = EXAMPLE_PLAN.target(request.param)
+    resources = testing.run_program(str(EXAMPLE), request.param)
+    return target, simulated(EXAMPLE_PLAN, target, resources), resources
+
+
+# -- the properties, as functions of (target view, simulated pools, declared resources) ------------------
+
+def _extended(node) -> dict[str, int]:
+    return {k: int(v) for k, v in node.allocatable.items() if "/" in k}
+
+
+def template_mismatches(target: TargetView, sims: Mapping[str, cluster.SimPool]) -> list[str]:
+    """Pools whose nodes advertise other extended resources than the plan says, or that can be at zero
+    and whose template then offers other ones than a node (except where the plan warns that the cloud
+    cannot be told: a capability gap). A group with a ready node is templated from that node
+    (processors/nodeinfosprovider/mixed_nodeinfos_processor.go, Process), so only pools at zero count."""
+    wrong = []
+    for pool in target.pools:
+        sim = sims[pool.name]
+        if pool.offers is not None and _extended(sim.node) != pool.offers:
+            wrong.append(f"{pool.name}: a node advertises {_extended(sim.node)}, the plan says {dict(pool.offers)}")
+        if pool.min_nodes == 0 and pool.name not in target.gaps and _extended(sim.template) != _extended(sim.node):
+            wrong.append(f"{pool.name}: the template at zero offers {_extended(sim.template)}, a node "
+                         f"{_extended(sim.node)}")
+    return wrong
+
+
+def misfits(target: TargetView, sims: Mapping[str, cluster.SimPool]) -> list[str]:
+    """Pods that do not fit a node, or the template at zero, of a pool that carries them, or that fit the
+    template of a pool of another kind."""
+    kind = {p.name: p.kind for p in target.pools}
+    wrong = []
+    for workload, (pod, mine) in target.pods.items():
+        for pool in target.pools:
+            sim = sims[pool.name]
+            if pool.name in mine:
+                for what, node in (("template", sim.template), ("node", sim.node)):
+                    if what == "template" and (pool.name in target.gaps or pool.min_nodes):
+                        continue
+                    reason = why_not(pod, node)
+                    if reason:
+                        wrong.append(f"{workload} does not fit the {what} of its pool {pool.name}: {reason}")
+            elif pool.kind != kind[mine[0]] and why_not(pod, sim.template) is None:
+                wrong.append(f"{workload} ({kind[mine[0]]}) fits the template of {pool.name} ({pool.kind})")
+    return wrong
+
+
+def scale_up_errors(target: TargetView, sims: Mapping[str, cluster.SimPool]) -> list[str]:
+    """At the peak, with the floors' nodes up and every other pool at zero: the nodes one scale-up starts
+    in each pool (the pods the floors cannot hold, spot pools before their fallbacks) against the plan."""
+    wrong = []
+    merged: list[set[str]] = []
+    for _, mine in target.pods.values():
+        linked = [m for m in merged if m & set(mine)]
+        merged = [m for m in merged if m not in linked] + [set(mine).union(*linked)]
+    by_name = {p.name: p for p in target.pools}
+    for family in merged:
+        members = sorted((by_name[n] for n in family), key=lambda p: (p.role == "fallback", p.name))
+        if any(p.name in target.gaps for p in members):
+            continue
+        pending: list[Pod] = []
+        for pool in members:  # a fallback pool backs its spot pool's replicas; it carries none of its own
+            for workload, count in pool.replicas.items() if pool.role != "fallback" else ():
+                pending += [target.pods[workload][0]] * count
+        # The floors' nodes exist: the scheduler fills them first.
+        running = [(sims[p.name].node, {}) for p in members for _ in range(p.min_nodes)]
+        left = []
+        for pod in sorted(pending, key=lambda p: -p.requests.get("cpu", 0)):
+            home = next((used for node, used in running if why_not(pod, node, used) is None), None)
+            if home is None:
+                left.append(pod)
+                continue
+            for name, amount in pod.requests.items():
+                home[name] = home.get(name, 0.0) + amount
+        for pool in members:
+            room = pool.max_nodes - pool.min_nodes
+            fitting = [p for p in left if why_not(p, sims[pool.name].template) is None]
+            started, unhelped = estimate_scale_up(fitting, sims[pool.name].template, room) if room else (0, fitting)
+            expected = 0 if pool.role == "fallback" else room
+            if started != expected:
+                wrong.append(f"{pool.name}: one scale-up from {pool.min_nodes} starts {started} node(s), the plan "
+                             f"says {expected}")
+            helped = {id(p) for p in fitting} - {id(p) for p in unhelped}
+            left = [p for p in left if id(p) not in helped]
+        if left:
+            wrong.append(f"pools {sorted(family)}: {len(left)} pod(s) no scale-up can place")
+    return wrong
+
+
+def unready(target: TargetView, sims: Mapping[str, cluster.SimPool]) -> list[str]:
+    gpu_label = cluster.GPU_LABELS[target.cloud]
+    return [f"{name}: a ready node is counted as an unready GPU node (label {gpu_label}, allocatable "
+            f"{dict(sim.node.allocatable)})" for name, sim in sims.items() if counted_as_unready_gpu(sim.node, gpu_label)]
+
+
+def upgrade_failures(target: TargetView, sims: Mapping[str, cluster.SimPool], resources: Sequence[Any]) -> list[str]:
+    reservations = cluster.reserved_nodes(resources)
+    wrong = []
+    for pool in target.pools:
+        if not pool.reserved_nodes:
+            continue
+        outcome = upgrades.upgrade(cluster.upgrade_settings(sims[pool.name]), pool.reserved_nodes,
+                                   reservations.get(pool.name, 0))
+        if not outcome.completed:
+            wrong.append(f"{pool.name}: the upgrade of {pool.reserved_nodes} reserved node(s) fails: {outcome.why}")
+    return wrong
+
+
+# -- today's program ---------------------------------------------------------------------------------
+
+def test_the_template_at_zero_offers_what_a_node_offers(example):
+    target, sims, _ = example
+    assert set(sims) == {p.name for p in target.pools}
+    assert template_mismatches(view(target), sims) == []
+
+
+def test_every_pod_fits_its_own_pools_and_no_pool_of_another_kind(example):
+    target, sims, _ = example
+    assert misfits(view(target), sims) == []
+
+
+def test_one_scale_up_from_zero_starts_the_planned_nodes(example):
+    target, sims, _ = example
+    assert scale_up_errors(view(target), sims) == []
+
+
+def test_no_node_is_counted_as_an_unready_gpu(example):
+    target, sims, _ = example
+    assert unready(view(target), sims) == []
+
+
+def test_every_reserved_floor_upgrades_inside_its_reservation(example):
+    target, sims, resources = example
+    assert any(p.reserved_nodes for p in target.pools)
+    assert upgrade_failures(view(target), sims, resources) == []
+    for pool in target.pools:
+        if pool.reserved_nodes:
+            assert pool.upgrade is not None and pool.upgrade.headroom_nodes == 0
+            assert cluster.reserved_nodes(resources)[pool.name] == pool.reserved_nodes + pool.upgrade.headroom_nodes
+
+
+def test_oke_says_where_its_autoscaler_cannot_see_shared_gpus_at_zero():
+    target = EXAMPLE_PLAN.target("oci-prod")
+    warned = [w for w in target.warnings if w.code == "template-gap"]
+    shared_at_zero = sorted(p.name for p in target.pools
+                            if p.min_nodes == 0 and dict(p.node_offers) != {"nvidia.com/gpu": p.gpus_per_node})
+    assert shared_at_zero and sorted(view(target).gaps) == shared_at_zero
+    assert all("oci_manager.go" in w.message for w in warned)
+    assert not any(view(t).gaps for t in EXAMPLE_PLAN.targets if t.cloud != "oci")
+
+
+@pytest.mark.parametrize("live", ["below the floor", "above the maximum", "inside"])
+def test_eks_scaling_updates_stay_valid_whatever_the_live_size(monkeypatch, live):
+    target = EXAMPLE_PLAN.target("aws-prod")
+    sizes = {p.cloud_name: {"below the floor": 0, "above the maximum": p.max_nodes + 3,
+                            "inside": p.max_nodes}[live] for p in target.pools}
+    monkeypatch.setattr(eks_mocks, "LIVE_NODE_GROUPS", {n: {"desiredSize": s} for n, s in sizes.items()})
+    groups = [r for r in map(cluster.plain, testing.run_program(str(EXAMPLE), "aws-prod"))
+              if r["type"] == cluster.NODE_POOL_TYPES["aws"]]
+    assert len(groups) == len(target.pools)
+    for group in groups:
+        sent, refusal = upgrades.eks_scaling_update(group, group["ignore_changes"], sizes[group["inputs"]["nodeGroupName"]])
+        assert refusal is None, (group["name"], sent)
+        if live == "inside":  # the autoscaler's size is kept: Pulumi never drains what it scaled up
+            assert sent["desiredSize"] == sizes[group["inputs"]["nodeGroupName"]]
+
+
+# -- the first version's resources, recorded: the simulator finds every defect ---------------------------
+
+WAVE1_PLAN = yaml.safe_load((WAVE1 / "plan.yaml").read_text())
+
+
+def wave1(name: str) -> tuple[TargetView, dict[str, cluster.SimPool], list[dict[str, Any]]]:
+    """The first version's plan, pods, resources, in-cluster configs and GPU Operator values for the example."""
+    recorded = WAVE1_PLAN[name]
+    pools = tuple(PoolView(p["name"], p["kind"], p["role"], p["min_nodes"], p["max_nodes"], p["reserved_nodes"],
+                           p["replicas"]) for p in recorded["pools"])
+    pods = {w: (cluster.pod(p["resources"], {}, p["tolerations"]), tuple(p["pools"])) for w, p in recorded["pods"].items()}
+    resources = [r for r in yaml.safe_load((WAVE1 / f"{name}.yaml").read_text()) if r.get("inputs")]
+    objects = [yaml.safe_load((WAVE1 / f"{name}-{kind}.yaml").read_text())
+               for kind in ("device-plugin-config", "mig-parted-config") if (WAVE1 / f"{name}-{kind}.yaml").exists()]
+    values_file = WAVE1 / f"{name}-gpu-operator-values.yaml"
+    values = yaml.safe_load(values_file.read_text()) if values_file.exists() else None
+    sims = cluster.pools(recorded["cloud"], recorded["region"], recorded["cluster"], resources, objects, values)
+    return TargetView(name, recorded["cloud"], pools, pods), sims, resources
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_the_checks_fail_on_the_first_versions_program(name):
+    """The checks today's program passes, run on what the first version declared and documented."""
+    target, sims, resources = wave1(name)
+    found = {f.__name__: f(target, sims) for f in (template_mismatches, misfits, scale_up_errors, unready)}
+    found["upgrade_failures"] = upgrade_failures(target, sims, resources)
+    expected = {"aws-prod": {"template_mismatches", "misfits", "scale_up_errors", "upgrade_failures"},
+                "azure-prod": {"template_mismatches", "misfits", "scale_up_errors", "unready", "upgrade_failures"},
+                "gcp-prod": {"misfits", "scale_up_errors", "upgrade_failures"},
+                "oci-prod": {"template_mismatches", "misfits", "scale_up_errors", "upgrade_failures"}}[name]
+    assert {check for check, problems in found.items() if problems} == expected, found
+
+
+def test_first_version_mig_pods_could_not_start_a_node_on_eks_and_aks():
+    for name, resource in (("aws-prod", "nvidia.com/mig-3g.40gb"), ("azure-prod", "nvidia.com/mig-3g.40gb")):
+        target, sims, _ = wave1(name)
+        pod, mine = target.pods["chat"]
+        at_zero = [p for p in mine if sims[p].min_nodes == 0]
+        assert at_zero and all(why_not(pod, sims[p].template) == f"Insufficient {resource}" for p in at_zero), name
+
+
+def test_first_version_time_sliced_notebooks_started_one_node_per_pod_on_eks():
+    target, sims, _ = wave1("aws-prod")
+    pod, [pool] = target.pods["notebooks"]
+    per_node = int(sims[pool].node.allocatable["nvidia.com/gpu"])  # what one node really holds
+    started, _ = estimate_scale_up([pod] * per_node, sims[pool].template, sims[pool].max_nodes)
+    assert per_node == 4 and started == 3  # one node's worth of pods starts the whole pool
+
+
+def test_first_version_aks_mig_nodes_were_unready_gpu_nodes():
+    target, sims, _ = wave1("azure-prod")
+    mig = sorted(p["name"] for p in WAVE1_PLAN["azure-prod"]["pools"] if p["sharing"] == "mig")
+    assert sorted(line.split(":")[0] for line in unready(target, sims)) == mig
+
+
+def test_first_version_eks_templates_lacked_the_gpu_label():
+    _, sims, _ = wave1("aws-prod")
+    assert all(cluster.GPU_LABELS["aws"] not in sim.template.labels for sim in sims.values())
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_first_version_reserved_floors_could_not_upgrade(name):
+    target, sims, resources = wave1(name)
+    failures = upgrade_failures(target, sims, resources)
+    assert sorted(f.split(":")[0] for f in failures) == sorted(p.name for p in target.pools if p.reserved_nodes)
+
+
+def test_first_version_eks_refused_a_raised_floor():
+    _, _, resources = wave1("aws-prod")
+    [floor] = [cluster.plain(r) for r in resources if r["type"] == cluster.NODE_POOL_TYPES["aws"]
+               and "reserved" in r["name"]]
+    raised = {**floor, "inputs": {**floor["inputs"], "scalingConfig": {"minSize": 2, "maxSize": 2, "desiredSize": 2}}}
+    sent, refusal = upgrades.eks_scaling_update(raised, floor["ignore_changes"], live_desired=1)
+    assert sent == {"minSize": 2, "maxSize": 2, "desiredSize": 1} and "desiredSize 1" in (refusal or "")
