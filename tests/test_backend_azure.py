@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -243,3 +244,64 @@ def test_version_aliases_of_azure_native_are_dropped_but_others_kept():
     result = _without_version_aliases(args)
     assert result is not None and result.opts.aliases == aliases[2:]
     assert args.opts.aliases == aliases  # the caller's options are not modified
+
+
+AKS_WORKLOADS = [
+    {"name": "chat", "kind": "inference", "gpu": "A100-80GB", "mig": "3g.40gb", "replicas": {"min": 2, "max": 4}},
+    {"name": "embed", "kind": "inference", "gpu": "A100-80GB", "mig": "2g.20gb", "replicas": 2},
+    {"name": "nb", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 4},
+    {"name": "pretrain", "kind": "training", "gpu": "H100", "gpus": 8, "checkpointing": True},
+    {"name": "tune", "kind": "fine-tuning", "gpu": "A100-80GB", "checkpointing": True},
+]
+
+
+def aks_names(tmp_path, workloads=AKS_WORKLOADS, **settings) -> dict[str, str]:
+    spec = write_spec(tmp_path, workloads, {"resource_group": "rg-1", **settings})
+    return {p.name: p.cloud_name for p in build_plan(load_spec(spec)).targets[0].pools}
+
+
+def test_descriptive_aks_names_spend_the_12_characters_on_meaning(tmp_path):
+    # kind (in, tr, ft, nb), capacity (s, o, r, f), GPU, MIG size or clients per GPU, then a letter digest
+    assert aks_names(tmp_path, pool_names="descriptive") == {
+        "infer-a100-80gb-mig-2g-20gb-reserved-standard-nc24ads-a100-v4": "inra1002gnqt",
+        "infer-a100-80gb-mig-3g-40gb-ondemand-standard-nc24ads-a100-v4": "inoa1003gybg",
+        "infer-a100-80gb-mig-3g-40gb-reserved-standard-nc24ads-a100-v4": "inra1003gozm",
+        "notebook-t4-ts4-ondemand-standard-nc4as-t4-v3": "nbot4x4tgge",
+        "train-h100-spot-standard-nd96isr-h100-v5": "trsh100hgpn",
+        "tune-a100-80gb-fallback-standard-nc24ads-a100-v4": "ftfa100dugs",
+        "tune-a100-80gb-spot-standard-nc24ads-a100-v4": "ftsa100eovm",
+    }
+
+
+def test_descriptive_names_depend_on_the_pool_alone(tmp_path):
+    before = aks_names(tmp_path, pool_names="descriptive")
+    more = [{"name": "aa-first", "kind": "inference", "gpu": "A100-80GB", "mig": "1g.10gb", "replicas": 3},
+            *reversed(AKS_WORKLOADS)]
+    after = aks_names(tmp_path, more, pool_names="descriptive")
+    assert before.items() <= after.items()
+
+
+def test_the_default_keeps_the_names_earlier_versions_gave(tmp_path):
+    """Existing agent pools keep their names: a new name would be a new pool (drained production)."""
+    assert aks_names(tmp_path) == aks_names(tmp_path, pool_names="hashed") == {
+        "infer-a100-80gb-mig-2g-20gb-reserved-standard-nc24ads-a100-v4": "ira100848ef7",
+        "infer-a100-80gb-mig-3g-40gb-ondemand-standard-nc24ads-a100-v4": "ioa100b63bc9",
+        "infer-a100-80gb-mig-3g-40gb-reserved-standard-nc24ads-a100-v4": "ira100fee9d5",
+        "notebook-t4-ts4-ondemand-standard-nc4as-t4-v3": "not4042e53",
+        "train-h100-spot-standard-nd96isr-h100-v5": "tsh100b10852",
+        "tune-a100-80gb-fallback-standard-nc24ads-a100-v4": "ffa100dfa0cf",
+        "tune-a100-80gb-spot-standard-nc24ads-a100-v4": "fsa100dbd86b",
+    }
+
+
+def test_switching_to_descriptive_names_is_a_replacement_gpustack_diff_shows(tmp_path, capsys):
+    old = write_spec(tmp_path, AKS_WORKLOADS)
+    new = tmp_path / "new.yaml"
+    new.write_text(open(old).read().replace("resource_group: rg-1", "resource_group: rg-1\n    pool_names: descriptive"))
+    assert main(["diff", old, str(new), "--format", "json"]) == 0
+    [target] = json.loads(capsys.readouterr().out)["targets"]
+    replaced = {p["name"]: p for p in target["pools"] if p["change"] == "replaced"}
+    assert len(replaced) == 7
+    pool = replaced["train-h100-spot-standard-nd96isr-h100-v5"]
+    [field] = [f for f in pool["fields"] if f["field"] == "cloud_name"]
+    assert (field["old"], field["new"]) == ("tsh100b10852", "trsh100hgpn") and "a new node pool" in field["replaces"]

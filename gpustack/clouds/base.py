@@ -90,6 +90,33 @@ class NameRule:
         return name
 
 
+    def descriptive(self, identity: str, tokens: tuple[str, ...], min_digest: int = 3, max_digest: int = 4) -> str:
+        """As much meaning as the limit allows, then a digest of `identity` in letters (so it does not run
+        into the digits of a GPU model): `tokens` in order, each kept whole while it fits, e.g. inference
+        reserved A100 3g -> `inra1003gkqf`. Stable: it depends on the pool's own identity only."""
+        digest = _letters(hashlib.sha256(identity.encode("utf-8")).digest())
+        room = self.max_len - min_digest
+        head = ""
+        for token in (re.sub(r"[^a-z0-9]", "", t.lower()) for t in tokens):
+            if token and len(head) + len(token) <= room:
+                head += token
+        if not head or not head[0].isalpha():
+            head = ("p" + head)[:room]
+        name = head + digest[: max(min_digest, min(max_digest, self.max_len - len(head)))]
+        assert self.fits(name), (name, self)
+        return name
+
+
+def _letters(data: bytes) -> str:
+    """Bytes as lowercase letters (base 26), for digests that read apart from digits."""
+    number = int.from_bytes(data, "big")
+    out = []
+    while number:
+        number, rest = divmod(number, 26)
+        out.append(chr(ord("a") + rest))
+    return "".join(out)
+
+
 @dataclasses.dataclass(frozen=True)
 class FallbackMechanism:
     """How the cloud's autoscaler is made to grow a spot pool first and its on-demand fallback pool only
@@ -323,6 +350,9 @@ class Cloud:
         del key, value
         return []
 
-    def pool_name(self, plan_pool_name: str, compact: str = "") -> str:
-        """This cloud's name for a plan pool: the plan name when valid here, else shortened stably."""
+    def pool_name(self, plan_pool_name: str, compact: str = "", terse: tuple[str, ...] = ()) -> str:
+        """This cloud's name for a plan pool: the plan name when valid here, else shortened stably.
+        `terse` (the pool's meaning in a few tokens) asks for `NameRule.descriptive` names."""
+        if terse:
+            return self.pool_names.descriptive(plan_pool_name, terse)
         return self.pool_names.make(plan_pool_name, plan_pool_name, compact)

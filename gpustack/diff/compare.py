@@ -22,7 +22,7 @@ from gpustack.plan.model import Plan, Pool, TargetPlan
 IDENTITY_FIELDS = ("gpu", "instance_type", "gpus_per_node", "capacity", "sharing.mode", "sharing.replicas",
                    "sharing.mig", "schedule")
 # Compared for pools that keep their name, in this order; "nodes" and "GPUs" make a resize.
-SAME_NAME_FIELDS = (*IDENTITY_FIELDS, "nodes", "GPUs", "runs", "price", "workloads", "labels", "taints",
+SAME_NAME_FIELDS = (*IDENTITY_FIELDS, "cloud_name", "nodes", "GPUs", "runs", "price", "workloads", "labels", "taints",
                     "cluster", "region")
 SIZE_FIELDS = ("nodes", "GPUs")
 MIG_MANAGER = ("the NVIDIA MIG manager applies the new layout (nvidia.com/mig.config) node by node: GPU "
@@ -34,6 +34,8 @@ JOINS = ("its kind, GPU, sharing, capacity type, instance type or schedule chang
          "identity: the workloads move to a pool that already exists and the old pool drains")
 IN_PLACE_REPLACED = "the cloud cannot change this in place: it creates the node pool anew and drains the old nodes"
 REGION = "a node pool lives in its cluster's region"
+CLOUD_NAME = ("the name is the node pool's identity on the cloud: a new name is a new node pool, and the old "
+              "one is deleted")
 
 
 def diff_plans(old: Plan, new: Plan, old_label: str, new_label: str) -> PlanDiff:
@@ -49,6 +51,7 @@ def pool_fields(target: TargetPlan, pool: Pool) -> dict[str, str]:
     window = pool.schedule
     fields = {
         "gpu": pool.gpu,
+        "cloud_name": pool.cloud_name,
         "instance_type": pool.instance_type,
         "gpus_per_node": str(pool.gpus_per_node),
         "capacity": pool.capacity + (" (fallback)" if pool.role == "fallback" else ""),
@@ -75,6 +78,8 @@ def replacing_reason(cloud: Cloud, field: str, old: str, new: str) -> str | None
     """Why `cloud` recreates a node pool when `field` changes from `old` to `new` (None: in place)."""
     if field == "region":
         return REGION
+    if field == "cloud_name":
+        return CLOUD_NAME
     data = cloud.replacing_changes
     for key in (field, f"{field}:{old}", f"{field}:{new}"):
         if key in data:

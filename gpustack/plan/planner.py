@@ -251,7 +251,7 @@ class _TargetPlanner:
         return PoolKey(workload.kind, gpu.name, sharing, part.capacity, part.role == "fallback", instance,
                        (schedule.canonical_days, schedule.canonical_hours, schedule.timezone) if schedule else None,
                        tuple(self.spec.label_of(workload, key) for key in self.spec.split_by),
-                       disk)
+                       disk, str(self.target.setting("pool_names") or ""))
 
     @staticmethod
     def hours(workload: Workload, part: Part) -> float:

@@ -45,6 +45,7 @@ PLAN_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-",
 FRACTIONAL_NODE_LABELS = {"gpu": "on", "nvidia.com/gpu.deploy.device-plugin": "false"}
 _CAPACITY_TAGS = {"spot": "spot", "on-demand": "ondemand", "reserved": "reserved"}
 _KIND_TAGS = {"training": "train", "fine-tuning": "tune", "inference": "infer", "notebook": "notebook"}
+_TERSE_KINDS = {"training": "tr", "fine-tuning": "ft", "inference": "in", "notebook": "nb"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +61,8 @@ class PoolKey:
     schedule: tuple[str, str, str] | None  # (days, hours, timezone)
     split: tuple[str, ...] = ()  # the workloads' values of the spec's `pools.split_by` keys
     disk: int | None = None  # root volume GiB asked by the spec, when not the default (a pool has one size)
+    # How the cloud shortens names (a target setting where the cloud has one); not part of the plan name.
+    naming: str = ""
 
     def readable(self) -> str:
         parts = [_KIND_TAGS[self.kind], self.gpu, "" if self.sharing == "whole" else self.sharing,
@@ -79,6 +82,18 @@ class PoolKey:
         """A few letters for clouds with very short pool names: kind, capacity, GPU."""
         capacity = "f" if self.fallback else self.capacity[0]
         return f"{self.kind[0]}{capacity}{slug(self.gpu).replace('-', '')}"
+
+    def terse(self) -> tuple[str, ...]:
+        """The pool's meaning in the fewest letters, most telling first: kind, capacity, GPU model, and the
+        MIG profile's size or the clients per GPU (for 12-character names)."""
+        capacity = "f" if self.fallback else self.capacity[0]
+        gpu = slug(self.gpu).replace("-", "").replace("80gb", "").replace("40gb", "").replace("nvl", "n")
+        sharing = ""
+        if self.sharing.startswith("mig-"):
+            sharing = self.sharing[4:].split(".", 1)[0]  # mig-3g.40gb -> 3g
+        elif self.sharing.startswith(("ts", "mps")):
+            sharing = "x" + self.sharing.lstrip("tsmp")  # ts4 -> x4 (clients per GPU)
+        return (_TERSE_KINDS[self.kind] + capacity, gpu, sharing)
 
 
 def slug(text: str) -> str:
@@ -188,7 +203,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     disk = key.disk if key.disk is not None else default_disk_gib(gpu)
     return Pool(
         name=name,
-        cloud_name=cloud.pool_name(name, key.compact()),
+        cloud_name=cloud.pool_name(name, key.compact(), key.terse() if key.naming == "descriptive" else ()),
         kind=key.kind,
         role="fallback" if key.fallback else ("floor" if reserved else "burst") if share else _role(demands),
         capacity=key.capacity,

@@ -140,7 +140,7 @@ class AKS(Cloud):
         secrets=("GPUSTACK_AZURE_PREVIEW_CLIENT_ID", "GPUSTACK_AZURE_TENANT_ID", "GPUSTACK_AZURE_SUBSCRIPTION_ID"),
         source="https://docs.github.com/en/actions/how-tos/secure-your-work/security-harden-deployments/oidc-in-azure")
     example = ExampleTarget(
-        region="eastus", cluster="ml-prod-aks", settings={"resource_group": "rg-ml-prod"},
+        region="eastus", cluster="ml-prod-aks", settings={"resource_group": "rg-ml-prod", "pool_names": "descriptive"},
         provider_config={"azure-native:location": "eastus"})
     settings = (
         Setting("resource_group", True, "string", "the resource group of the AKS cluster",
@@ -151,6 +151,12 @@ class AKS(Cloud):
                 api_pattern=r"[-\w\._\(\)]{1,90}",
                 api_source="https://github.com/Azure/azure-rest-api-specs/blob/main/specification/common-types/"
                            "resource-management/v5/types.json"),
+        # Agent pool names have 12 characters. `descriptive` spends them on meaning (kind, capacity, GPU,
+        # MIG size or clients per GPU, then a 3-4 letter digest: `inra1003gkqf`); the default `hashed`
+        # keeps the names of earlier gpustack versions (`ira100fee9d5`), because a new name is a new
+        # agent pool: switching replaces every pool of the target (`gpustack diff` shows it).
+        Setting("pool_names", False, "string", "how agent pools are named: hashed (default) or descriptive",
+                r"hashed|descriptive", "hashed or descriptive"),
     )
     cluster_rule = (r"[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?",
                     "an AKS cluster name (at most 63 letters, digits, '-', '_', starting and ending with a letter or digit)")
