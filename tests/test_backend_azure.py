@@ -222,7 +222,7 @@ def test_an_invalid_or_shared_aks_pool_name_is_a_problem_of_validate(tmp_path, m
     workloads = [{"name": "a", "kind": "training", "gpu": "A10", "replicas": 1},
                  {"name": "b", "kind": "training", "gpu": "A100-80GB", "replicas": 1}]
     spec = write_spec(tmp_path, workloads)
-    monkeypatch.setattr(aks.AKS, "pool_name", lambda self, name, compact="": "gpu-pool")
+    monkeypatch.setattr(aks.AKS, "pool_name", lambda self, name, compact="", terse=(): "gpu-pool")
     assert main(["validate", spec]) == 2
     err = capsys.readouterr().err
     assert "AKS pool name 'gpu-pool' does not match ^[a-z][a-z0-9]{0,11}$" in err

@@ -127,7 +127,8 @@ def test_a_bad_enum_value_is_a_located_validation_error(monkeypatch, capsys):
     monkeypatch.setattr(gke, "GPU_DRIVER_VERSION", "LATESTT")
     assert main(["validate", str(EXAMPLE)]) == 2
     err = capsys.readouterr().err
-    assert (f"{EXAMPLE}:25:5: targets[2]: pool 'train-h100-spot-a3-highgpu-8g': gpu_driver_installation_config."
+    line = EXAMPLE.read_text().splitlines().index("  - name: gcp-prod") + 1  # where the target starts
+    assert (f"{EXAMPLE}:{line}:5: targets[2]: pool 'train-h100-spot-a3-highgpu-8g': gpu_driver_installation_config."
             "gpu_driver_version: 'LATESTT' (for the GKE-managed driver) is not accepted by GKE") in err
     assert "did you mean 'LATEST'?" in err
 
