@@ -61,10 +61,13 @@ def read_trace(path: Path) -> tuple[Counter[Shape], int]:
     return shapes, without_gpu
 
 
-def spec_text(shapes: Counter[Shape]) -> str:
+def spec_text(shapes: Counter[Shape], fractional: bool = False) -> str:
+    """The trace as a spec; `fractional`: every fractional pod asks for `sharing: fractional`."""
     workloads = []
     for i, (shape, count) in enumerate(sorted(shapes.items(), key=lambda kv: dataclasses.astuple(kv[0]))):
-        size = {"gpu_fraction": shape.fraction} if shape.fraction is not None else {"gpus": shape.gpus}
+        size: dict[str, object] = {"gpu_fraction": shape.fraction} if shape.fraction is not None else {"gpus": shape.gpus}
+        if fractional and shape.fraction is not None:
+            size["sharing"] = "fractional"
         asks = {"cpu": shape.cpu} if shape.cpu else {}
         if shape.memory_mib:
             asks["memory"] = f"{shape.memory_mib}Mi"
@@ -176,9 +179,9 @@ def plain_ffd(shapes: Counter[Shape], guaranteed: bool) -> Result:
     return Result(label, gpus, len(nodes), time.perf_counter() - start, note)
 
 
-def plan_with_gpustack(shapes: Counter[Shape]):
+def plan_with_gpustack(shapes: Counter[Shape], fractional: bool = False):
     start = time.perf_counter()
-    spec = load_text(spec_text(shapes), "openb.yaml")
+    spec = load_text(spec_text(shapes, fractional), "openb.yaml")
     plan = build_plan(spec, one_instance_catalog())
     seconds = time.perf_counter() - start
     return plan.targets[0], seconds

@@ -1,6 +1,10 @@
 """Packing benchmark: the openb trace and generated MIG mixes. Prints numbers; asserts nothing.
 
-    python -m benchmarks.packing [--trace PATH] [--only openb|mig]
+    python -m benchmarks.packing [--trace PATH] [--only exact|openb|mig]
+
+First gpustack beside an exact solver on every family (seeded CPU-bound MIG and time-sliced pools,
+MIG mixes on one-GPU nodes, the three openb traces with time-slicing and with enforced fractions,
+and 20,000 MIG workloads at the replica limit), then the details of the openb trace and MIG mixes.
 
 The trace path: --trace, else $GPUSTACK_OPENB_TRACE, else ../shared/data/openb/openb_pod_list_default.csv
 relative to the repository root. docs/sharing.md explains the figures.
@@ -11,10 +15,17 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import random
 import sys
+import time
 from pathlib import Path
 
-from benchmarks import mig_mixes, openb
+import yaml
+
+from benchmarks import exact_families, mig_mixes, openb, specs
+from gpustack.plan import build_plan
+from gpustack.spec import load_text
+from gpustack.spec.load import MAX_REPLICAS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRACE = ROOT.parent / "shared" / "data" / "openb" / "openb_pod_list_default.csv"
@@ -89,11 +100,74 @@ def run_mig() -> None:
           " FFD: first-fit decreasing by instance, each GPU its own layout (not one config per pool)")
 
 
+TRACES = ("openb_pod_list_default.csv", "openb_pod_list_gpushare100.csv", "openb_pod_list_multigpu50.csv")
+
+
+def run_against_exact(trace_dir: Path) -> None:
+    """gpustack beside an exact solver on every family, in one table (docs/sharing.md, "Exact packing")."""
+    print("gpustack against an exact solver (nodes; 'before' = gpustack's heuristic alone, without the exact step)")
+    print(f"  {'family':52} {'cases':>5} {'bound':>6} {'before':>7} {'gpustack':>8} {'exact':>6} "
+          f"{'vs exact':>8} {'before':>8} {'proved':>7} {'time':>7}")
+    for family in (exact_families.mig_family(), exact_families.time_sliced_family()):
+        print(f"  {family.name:52} {family.cases:5d} {family.lower_bound:6d} {family.before:7d} {family.gpustack:8d} "
+              f"{family.optimum:6d} {family.gap_pct:+7.2f}% {family.before_pct:+7.2f}% "
+              f"{family.gpustack_proved:3d}/{family.cases:<3d} {family.seconds:6.2f}s")
+    one = exact_families.one_gpu_family()
+    print(f"  {'MIG mixes on one-GPU nodes, p5.4xlarge (H100)':52} {one.cases:5d} {'':>6} {one.split:7d} "
+          f"{one.mixed:8d} {one.optimum_same_rules:6d} {pct(one.mixed, one.optimum_same_rules):>8} "
+          f"{pct(one.split, one.optimum_same_rules):>8}")
+    print(f"    before: one pool per profile; exact: the same pools (7g whole, 3g/4g, smaller), each settled by the "
+          f"integer program; any layout on every node would need {one.free_layouts} ({pct(one.mixed, one.free_layouts)} "
+          "for gpustack)")
+    print(f"\n  {'openb trace, sharing':52} {'GPUs':>6} {'bound':>6} {'L2':>6} {'exact':>6} {'nodes':>6} {'bound':>6} "
+          f"{'vs bound':>8} {'plan':>7}")
+    for name in TRACES:
+        path = trace_dir / name
+        if not path.is_file():
+            print(f"  {name}: not found, skipped")
+            continue
+        shapes, _ = openb.read_trace(path)
+        for fractional in (False, True):
+            target, seconds = openb.plan_with_gpustack(shapes, fractional)
+            nodes = sum(p.max_nodes for p in target.pools)
+            nodes_bound = sum(p.gpus.nodes_lower_bound for p in target.pools)
+            l2 = sum(dict(p.gpus.bounds).get("l2", p.gpus.lower_bound) for p in target.pools)
+            proved = all(p.gpus.proved_optimal for p in target.pools)
+            exact = str(target.gpus.lower_bound) if proved or fractional else "-"
+            label = f"{name.removeprefix('openb_pod_list_').removesuffix('.csv')}, " + (
+                "fractional (HAMi)" if fractional else "time-slicing (1/R shares)")
+            print(f"  {label:52} {target.gpus.required:6d} {target.gpus.lower_bound:6d} {l2 if fractional else '':>6} "
+                  f"{exact:>6} {nodes:6d} {nodes_bound:6d} {pct(target.gpus.required, l2 if fractional else target.gpus.lower_bound):>8} "
+                  f"{seconds:6.2f}s")
+    print("    bound: the plan's GPU lower bound (pool by pool; for fractional pools the arc-flow optimum when proved);"
+          " L2: Martello-Toth for the requested fractions; exact: the proved optimum in GPUs ('-': not proved)")
+    seconds, pools = mig_at_the_replica_limit()
+    print(f"\n  20,000 MIG workloads at the replica limit ({MAX_REPLICAS:,} each): planned in {seconds:.2f}s ({pools} pool(s))")
+
+
+def mig_at_the_replica_limit(workloads: int = 20_000) -> tuple[float, int]:
+    rng = random.Random(5)
+    profiles = ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb")
+    doc = {"version": 1, "name": "big", "targets": [dict(specs.TARGETS[0])],
+           "workloads": [{"name": f"w{i:05d}", "kind": "inference", "gpu": "A100-80GB", "mig": rng.choice(profiles),
+                          "replicas": MAX_REPLICAS, "capacity": "on-demand", "cpu": rng.choice((1, 2, 4)),
+                          "memory": "8Gi"} for i in range(workloads)]}
+    text = yaml.safe_dump(doc, sort_keys=False)
+    start = time.perf_counter()
+    plan = build_plan(load_text(text, "big.yaml"))
+    return time.perf_counter() - start, len(plan.targets[0].pools)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.packing", description=__doc__.splitlines()[0])
     parser.add_argument("--trace", type=Path, default=None, help="openb pod list (CSV)")
-    parser.add_argument("--only", choices=("openb", "mig"), default=None)
+    parser.add_argument("--only", choices=("exact", "openb", "mig"), default=None)
     args = parser.parse_args(argv)
+    if args.only in (None, "exact"):
+        run_against_exact((args.trace or DEFAULT_TRACE).parent)
+        if args.only == "exact":
+            return 0
+        print()
     if args.only != "mig":
         trace = args.trace or Path(os.environ.get("GPUSTACK_OPENB_TRACE") or DEFAULT_TRACE)
         if not trace.is_file():

@@ -320,16 +320,31 @@ def nodes_for(items: Sequence[Item], layouts: Sequence[Layout], node: NodeShape,
 
 
 def _node_hours(items: Sequence[Item], names: tuple[str, ...], capacity: Counts, nodes: int) -> float:
-    # Replicas fill nodes in order of their monthly hours, so short-lived ones share the last nodes.
-    longest = [0.0] * nodes
+    """Sum over nodes of the longest monthly hours of a replica on it, with replicas filling nodes in
+    order of their hours (so short-lived ones share the last nodes), computed per run of nodes whose
+    first replica of each profile is the same: linear in workloads, not replicas."""
+    steps: list[list[tuple[int, int, float]]] = []  # per profile: (first node, end node, hours)
     for name, cap in zip(names, capacity):
-        slot = 0
+        if not cap:
+            continue
+        runs, slot = [], 0
         for item in sorted((it for it in items if it.profile == name), key=lambda it: -it.hours):
-            for _ in range(item.count):
-                k = slot // cap
-                longest[k] = max(longest[k], item.hours)
-                slot += 1
-    return sum(longest)
+            first, end = -(-slot // cap), -(-(slot + item.count) // cap)
+            if end > first:
+                runs.append((first, min(end, nodes), item.hours))
+            slot += item.count
+        steps.append(runs)
+    cuts = sorted({0, nodes} | {k for runs in steps for a, b, _ in runs for k in (a, b) if k <= nodes})
+    total, at = 0.0, [0] * len(steps)
+    for a, b in zip(cuts, cuts[1:]):  # runs are in node order: one pointer per profile
+        longest = 0.0
+        for p, runs in enumerate(steps):
+            while at[p] < len(runs) and runs[at[p]][1] <= a:
+                at[p] += 1
+            if at[p] < len(runs) and runs[at[p]][0] <= a:
+                longest = max(longest, runs[at[p]][2])
+        total += (b - a) * longest
+    return total
 
 
 def _no_uniform_fit(model: MigModel, names: tuple[str, ...], node: NodeShape, exact: bool) -> str:
