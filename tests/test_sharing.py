@@ -227,3 +227,16 @@ def test_explicit_mig_profiles_say_which_layout_rule_costs_gpus_not_an_empty_rou
     assert "()" not in note
     assert note == ("MIG layouts: the profiles asked for add up to 4.00 GPUs (at least 4 GPUs), but NVIDIA's valid "
                     "layouts place 4g.40gb at most 1 per GPU, so they need at least 7.")
+
+
+def test_a_new_profile_in_a_one_gpu_pool_is_a_repartition_that_diff_reports(tmp_path, capsys):
+    from gpustack.cli import main
+
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(spec_text([one_gpu_h100("big", "4g.40gb", 4)]))
+    new.write_text(spec_text([one_gpu_h100("big", "4g.40gb", 4), one_gpu_h100("mid", "3g.40gb", 4)]))
+    capsys.readouterr()
+    assert main(["diff", str(old), str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "Repartitioned" in out and "infer-h100-mig-large-ondemand-p5-4xlarge" in out
+    assert "pools replaced" in out and "| 0 |" in out  # same node pool: nothing replaced
