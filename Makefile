@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := stacks/gpustack.yaml
 
-.PHONY: demo test golden bench-perf clean
+.PHONY: demo test lint typecheck fmt golden bench-perf clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpustack needs Python 3.11 or newer (set PYTHON=...)")'
@@ -29,6 +29,17 @@ demo: $(VENV)/.installed-cli
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
+
+# The quality gate, run by CI before the tests (config in pyproject.toml).
+lint: $(VENV)/.installed-test
+	$(BIN)/python -m ruff check .
+
+typecheck: $(VENV)/.installed-test
+	$(BIN)/python -m mypy
+
+# Apply ruff's safe fixes (imports, upgrades); review the diff.
+fmt: $(VENV)/.installed-test
+	$(BIN)/python -m ruff check --fix .
 
 # Rewrite every golden file from the current code; review the diff before committing it.
 golden: $(VENV)/.installed-test

@@ -29,7 +29,7 @@ NODE = NodeShape(8, cpu=1000.0, memory_gib=10_000.0)
 def random_mix(rng: random.Random, size: int) -> dict[str, int]:
     names = rng.sample(PROFILES, rng.randint(1, 4))
     weights = [rng.random() + 0.1 for _ in names]
-    demand = {n: 0 for n in names}
+    demand = dict.fromkeys(names, 0)
     for name in rng.choices(names, weights, k=size):
         demand[name] += 1
     return {n: c for n, c in demand.items() if c}
@@ -50,7 +50,9 @@ def first_fit_decreasing(model: MigModel, demand: dict[str, int]) -> int:
         candidates = [g for g in gpus if model.place({**g, name: g.get(name, 0) + 1}) is not None]
         at = 0
         for _ in range(demand[name]):
-            while at < len(candidates) and model.place({**candidates[at], name: candidates[at].get(name, 0) + 1}) is None:
+            while (
+                at < len(candidates) and model.place({**candidates[at], name: candidates[at].get(name, 0) + 1}) is None
+            ):
                 at += 1
             if at == len(candidates):
                 candidates.append({})

@@ -73,9 +73,20 @@ def spec_text(shapes: Counter[Shape], fractional: bool = False) -> str:
             asks["memory"] = f"{shape.memory_mib}Mi"
         workloads.append({"name": f"shape-{i:03d}", "kind": "inference", "gpu": GPU, **size, **asks,
                           "replicas": count, "capacity": "on-demand"})
-    doc = {"version": 1, "name": "openb", "targets": [
-        {"name": "bench", "cloud": CLOUD, "region": REGION, "cluster": "bench", "settings": {"subnet_ids": ["subnet-0"]}}],
-        "workloads": workloads}
+    doc = {
+        "version": 1,
+        "name": "openb",
+        "targets": [
+            {
+                "name": "bench",
+                "cloud": CLOUD,
+                "region": REGION,
+                "cluster": "bench",
+                "settings": {"subnet_ids": ["subnet-0"]},
+            }
+        ],
+        "workloads": workloads,
+    }
     return yaml.safe_dump(doc, sort_keys=False)
 
 

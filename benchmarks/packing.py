@@ -70,9 +70,14 @@ def run_openb(path: Path) -> None:
           f"in all): each needs a whole GPU, {parts['above_half_pods'] - parts['above_half_requested']:+.1f}")
     print(f"    {parts['shared_pods']} pods ask for at most half ({parts['shared_requested']:.1f} GPUs): "
           f"as 1/R shares {parts['shared_planned']:.1f}, {parts['shared_planned'] - parts['shared_requested']:+.1f}")
-    print(f"    whole-GPU pods: {parts['whole_gpus']}; sum {parts['whole_gpus'] + parts['above_half_pods'] + parts['shared_planned']:.1f}"
-          f" GPUs -> {guaranteed_bound} with each pool rounded up")
-    print(f"\n  {'gpustack pool':40} {'R':>3} {'replicas':>8} {'GPUs':>6} {'bound':>6} {'nodes':>6} {'bound':>6}  method")
+    print(
+        f"    whole-GPU pods: {parts['whole_gpus']}; "
+        f"sum {parts['whole_gpus'] + parts['above_half_pods'] + parts['shared_planned']:.1f}"
+        f" GPUs -> {guaranteed_bound} with each pool rounded up"
+    )
+    print(
+        f"\n  {'gpustack pool':40} {'R':>3} {'replicas':>8} {'GPUs':>6} {'bound':>6} {'nodes':>6} {'bound':>6}  method"
+    )
     for p in target.pools:
         replicas = sum(pl.replicas for pl in p.placements)
         proof = "proved optimal" if p.gpus.proved_optimal else "not proved"
@@ -94,8 +99,11 @@ def run_mig() -> None:
     heuristic = {(r.instances, i): r for i, r in enumerate(mig_mixes.large_mixes(budget=0))}
     for i, r in enumerate(mig_mixes.large_mixes()):
         h = heuristic[(r.instances, i)]
-        print(f"  {r.instances:9d} {r.profiles:8d} {r.lower_bound:6d} {r.gpus:6d} {r.gap_pct:6.2f}% {r.nodes:6d} "
-              f"{r.nodes_lower_bound:6d} {h.gpus:6d} {r.ffd_gpus:6d} {r.ffd_nodes:9d} {r.seconds * 1000:6.1f}ms  {r.method}")
+        print(
+            f"  {r.instances:9d} {r.profiles:8d} {r.lower_bound:6d} {r.gpus:6d} {r.gap_pct:6.2f}% {r.nodes:6d} "
+            f"{r.nodes_lower_bound:6d} {h.gpus:6d} {r.ffd_gpus:6d} {r.ffd_nodes:9d} "
+            f"{r.seconds * 1000:6.1f}ms  {r.method}"
+        )
     print("  GPUs/nodes: gpustack (one layout on every node); heur.: gpustack's heuristic alone (step budget 0);"
           " FFD: first-fit decreasing by instance, each GPU its own layout (not one config per pool)")
 

@@ -12,14 +12,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from gpustack import __version__
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
+EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 2, 70
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # exit 2 with one line, like every bad input
+    def error(self, message: str) -> NoReturn:  # exit 2 with one line, like every bad input
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, f"gpustack: {message}\n")
 
@@ -39,13 +40,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return args.run(args)
+        code: int = args.run(args)
+        return code
     except KeyboardInterrupt:
         print("gpustack: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return EXIT_OK
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+    except Exception as exc:
         from gpustack.errors import SpecError, UsageError
 
         if isinstance(exc, SpecError):

@@ -23,9 +23,15 @@ WEEK = 7 * DAY
 class Window(Protocol):
     """What a schedule needs to be turned into crons (spec `Schedule`, plan `ScheduleWindow`)."""
 
-    weekdays: tuple[int, ...]  # 0 = Monday; the days a window starts on
-    start_minute: int  # minutes after midnight
-    end_minute: int  # 1..1440; at or below start_minute means the window ends the next day
+    # Read-only members, so frozen dataclasses match.
+    @property
+    def weekdays(self) -> tuple[int, ...]: ...  # 0 = Monday; the days a window starts on
+
+    @property
+    def start_minute(self) -> int: ...  # minutes after midnight
+
+    @property
+    def end_minute(self) -> int: ...  # 1..1440; at or below start_minute means the window ends the next day
 
 
 def window_crons(schedule: Window) -> tuple[tuple[str, ...], tuple[str, ...]]:

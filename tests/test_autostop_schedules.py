@@ -121,7 +121,7 @@ def _fire_instant(cron: str, zone: str, day: dt.date) -> dt.datetime | None:
     if cron_day not in _days(days):
         return None
     local = dt.datetime(day.year, day.month, day.day, int(hour), int(minute), tzinfo=ZoneInfo(zone))
-    return local.astimezone(dt.timezone.utc)
+    return local.astimezone(dt.UTC)
 
 
 def _notebook_cronjobs(hours: str, zone: str, days: str = "Mon-Fri") -> dict[str, dict]:

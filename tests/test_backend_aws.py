@@ -152,12 +152,16 @@ def test_children_are_parented_to_their_pool_component(declared, target):
 
 
 def test_a_node_role_with_the_three_worker_policies_unless_settings_name_one(declared, tmp_path):
-    attached = sorted(r.inputs["policyArn"] for r in declared if r.type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    attached = sorted(
+        r.inputs["policyArn"] for r in declared if r.type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+    )
     assert attached == ["arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
                         "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
                         "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"]
     role = one(declared, "aws:iam/role:Role", "aws-prod-node-role")
-    assert yaml.safe_load(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"] == {"Service": "ec2.amazonaws.com"}
+    assert yaml.safe_load(role.inputs["assumeRolePolicy"])["Statement"][0]["Principal"] == {
+        "Service": "ec2.amazonaws.com"
+    }
     arn = "arn:aws:iam::123456789012:role/eks-gpu-nodes"
     doc = yaml.safe_load(spec_text([{"name": "t1", "kind": "training", "gpu": "T4", "checkpointing": True}]))
     doc["targets"][0]["settings"]["node_role_arn"] = arn

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -44,7 +45,10 @@ def write_spec(tmp_path, workloads: list[dict], settings: dict | None = None) ->
 
 @pytest.mark.golden
 def test_example_resources_match_golden(example):
-    assert_golden("pulumi/azure-prod.yaml", declared_yaml("Every resource `pulumi up` declares for azure-prod of stacks/gpustack.yaml", example))
+    assert_golden(
+        "pulumi/azure-prod.yaml",
+        declared_yaml("Every resource `pulumi up` declares for azure-prod of stacks/gpustack.yaml", example),
+    )
 
 
 def test_one_agent_pool_per_planned_pool_with_the_planned_name_and_size(example, example_plan):
@@ -64,13 +68,19 @@ def test_one_agent_pool_per_planned_pool_with_the_planned_name_and_size(example,
         assert inputs["nodeTaints"][0] == "nvidia.com/gpu=present:NoSchedule"
         assert inputs["gpuProfile"] == {"driver": "Install"}
         # Cloud tags are the attribution labels, without gpustack's own keys.
-        assert inputs["tags"]["team"] == "ml-platform" and not any(k.startswith("gpustack.dev/") for k in inputs["tags"])
+        assert inputs["tags"]["team"] == "ml-platform" and not any(
+            k.startswith("gpustack.dev/") for k in inputs["tags"]
+        )
 
 
 def test_spot_training_pool_is_spot_delete_at_up_to_on_demand_price(example, example_plan):
     [pool] = [p for p in example_plan.pools if "detector-train" in p.workloads]
     inputs = agent_pools(example)[pool.name]
-    assert (inputs["scaleSetPriority"], inputs["scaleSetEvictionPolicy"], inputs["spotMaxPrice"]) == ("Spot", "Delete", -1)
+    assert (inputs["scaleSetPriority"], inputs["scaleSetEvictionPolicy"], inputs["spotMaxPrice"]) == (
+        "Spot",
+        "Delete",
+        -1,
+    )
     # The taint AKS puts on spot nodes is declared too, so the declared state matches the nodes.
     assert "kubernetes.azure.com/scalesetpriority=spot:NoSchedule" in inputs["nodeTaints"]
     # And the label AKS adds, which the agent pool reports back: undeclared, every refresh shows drift.
@@ -140,7 +150,9 @@ def test_reserved_floor_gets_a_capacity_reservation_group_with_the_floor(example
 
 def test_every_child_is_parented_to_its_pool_component(example):
     components = {r.urn: r for r in example if r.type == COMPONENT}
-    assert components and all(c.parent.endswith("pulumi:pulumi:Stack::gpustack-azure-prod") for c in components.values())
+    assert components and all(
+        c.parent.endswith("pulumi:pulumi:Stack::gpustack-azure-prod") for c in components.values()
+    )
     for r in example:
         if r.custom:
             parent = components[r.parent]
@@ -156,7 +168,10 @@ def test_workloads_with_a_long_shared_prefix_get_valid_distinct_aks_names(tmp_pa
         {"name": prefix + "retrain-h100", "kind": "training", "gpu": "H100", "gpus": 8, "replicas": 1,
          "checkpointing": True},
     ]
-    names = [inputs["agentPoolName"] for inputs in agent_pools(run_program(write_spec(tmp_path, workloads), "azure-t")).values()]
+    names = [
+        inputs["agentPoolName"]
+        for inputs in agent_pools(run_program(write_spec(tmp_path, workloads), "azure-t")).values()
+    ]
     assert len(names) >= 4 and len(set(names)) == len(names)
     assert all(re.fullmatch(r"[a-z][a-z0-9]{0,11}", n) for n in names), names
 
@@ -178,8 +193,11 @@ def test_a_bad_enum_value_is_a_located_problem_of_validate(tmp_path, monkeypatch
                                   "checkpointing": True}])
     assert main(["validate", spec]) == 2
     err = capsys.readouterr().err
-    assert re.search(rf"{re.escape(spec)}:\d+:\d+: targets\[0\]: pool 'train-a10-spot-[a-z0-9-]+': "
-                     r"scale_set_eviction_policy: 'Destroy' is not accepted by AKS; allowed: Delete, Deallocate", err), err
+    assert re.search(
+        rf"{re.escape(spec)}:\d+:\d+: targets\[0\]: pool 'train-a10-spot-[a-z0-9-]+': "
+        r"scale_set_eviction_policy: 'Destroy' is not accepted by AKS; allowed: Delete, Deallocate",
+        err,
+    ), err
     assert "Traceback" not in err
 
 
@@ -193,8 +211,9 @@ def test_a_pool_name_aks_rejects_is_a_problem_of_validate(tmp_path, monkeypatch,
 def test_only_one_memory_slice_1g_profiles_map_to_mig1g():
     # MIG1g creates 1g.10gb on an H100; a 1g.20gb ask must not land on a MIG1g pool.
     cloud = aks.AKS()
-    assert cloud.mig_profiles("H100", ("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")) == (
-        "1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
+    assert cloud.mig_profiles(
+        "H100", ("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
+    ) == ("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")
 
 
 def test_a_label_that_cannot_be_an_azure_tag_is_a_located_problem(tmp_path, capsys):
@@ -210,8 +229,8 @@ def test_a_bad_top_level_label_is_one_problem_at_the_label_not_one_per_pool(tmp_
                  {"name": "b", "kind": "training", "gpu": "A100-80GB", "replicas": 1},
                  {"name": "c", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 4}]
     spec = write_spec(tmp_path, workloads)
-    text = open(spec).read().replace("version: 1\n", "version: 1\nlabels:\n  example.com/owner: alice\n")
-    open(spec, "w").write(text)
+    text = Path(spec).read_text().replace("version: 1\n", "version: 1\nlabels:\n  example.com/owner: alice\n")
+    Path(spec).write_text(text)
     assert main(["validate", spec]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"error: {spec}:3:3: labels.example.com/owner: label 'example.com/owner' becomes an Azure tag")

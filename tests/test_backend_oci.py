@@ -56,7 +56,10 @@ TRAIN_A10 = {"name": "detector", "kind": "training", "gpu": "A10", "replicas": 2
 
 @pytest.mark.golden
 def test_example_resources_match_golden(example):
-    assert_golden("pulumi/oci-prod.yaml", declared_yaml("Every resource `pulumi up` declares for oci-prod of stacks/gpustack.yaml", example))
+    assert_golden(
+        "pulumi/oci-prod.yaml",
+        declared_yaml("Every resource `pulumi up` declares for oci-prod of stacks/gpustack.yaml", example),
+    )
 
 
 def test_one_node_pool_per_planned_pool_with_the_planned_shape_and_labels(example, example_plan):
@@ -106,8 +109,9 @@ def test_reserved_floor_is_placed_on_its_capacity_reservation(example, example_p
     reservations = [r for r in example if r.type == RESERVATION]
     assert [r.name for r in reservations] == [f"{floor.name}-reservation"]
     reservation = reservations[0]
+    # pulumi-oci types reservedCount as a string (the API's int64 travels as text).
     assert reservation.inputs["instanceReservationConfigs"] == [
-        {"instanceShape": floor.instance_type, "reservedCount": floor.reserved_nodes}]
+        {"instanceShape": floor.instance_type, "reservedCount": str(floor.reserved_nodes)}]
     assert reservation.inputs["isDefaultReservation"] is False
     [placement] = node_pools(example)[floor.name]["nodeConfigDetails"]["placementConfigs"]
     assert placement["capacityReservationId"] == f"{reservation.name}-id"
@@ -161,12 +165,26 @@ def test_every_child_is_parented_to_its_pool_component(example):
 
 
 SOURCES = [
-    {"image_id": "gpu-old", "source_name": "Oracle-Linux-8.10-Gen2-GPU-2025.01.31-0-OKE-1.31.1-752", "source_type": "IMAGE"},
-    {"image_id": "gpu-new", "source_name": "Oracle-Linux-8.10-Gen2-GPU-2025.11.20-0-OKE-1.31.1-801", "source_type": "IMAGE"},
-    {"image_id": "gpu-arm", "source_name": "Oracle-Linux-8.10-aarch64-GPU-2025.12.01-0-OKE-1.31.1-900",
-     "source_type": "IMAGE"},
-    {"image_id": "gpu-1.31.10", "source_name": "Oracle-Linux-8.10-Gen2-GPU-2025.12.01-0-OKE-1.31.10-900",
-     "source_type": "IMAGE"},
+    {
+        "image_id": "gpu-old",
+        "source_name": "Oracle-Linux-8.10-Gen2-GPU-2025.01.31-0-OKE-1.31.1-752",
+        "source_type": "IMAGE",
+    },
+    {
+        "image_id": "gpu-new",
+        "source_name": "Oracle-Linux-8.10-Gen2-GPU-2025.11.20-0-OKE-1.31.1-801",
+        "source_type": "IMAGE",
+    },
+    {
+        "image_id": "gpu-arm",
+        "source_name": "Oracle-Linux-8.10-aarch64-GPU-2025.12.01-0-OKE-1.31.1-900",
+        "source_type": "IMAGE",
+    },
+    {
+        "image_id": "gpu-1.31.10",
+        "source_name": "Oracle-Linux-8.10-Gen2-GPU-2025.12.01-0-OKE-1.31.10-900",
+        "source_type": "IMAGE",
+    },
     {"image_id": "cpu", "source_name": "Oracle-Linux-8.10-2025.12.01-0-OKE-1.31.1-900", "source_type": "IMAGE"},
 ]
 
@@ -177,7 +195,7 @@ def test_gpu_image_is_the_newest_x86_gpu_image_for_the_cluster_version():
 
 
 def test_no_gpu_image_for_the_version_says_what_to_set():
-    with pytest.raises(pulumi.RunError, match="no x86 GPU node image for Kubernetes v1.30.1.*settings.image_id"):
+    with pytest.raises(pulumi.RunError, match=r"no x86 GPU node image for Kubernetes v1\.30\.1.*settings\.image_id"):
         backend.gpu_image(SOURCES, "v1.30.1")
 
 
@@ -226,7 +244,7 @@ def test_a_pinned_image_sets_the_version_of_its_pools(tmp_path):
 def test_a_pinned_image_must_be_an_oke_image_no_newer_than_the_cluster():
     assert backend.pinned_image_version("i", "Oracle-Linux-8.10-Gen2-GPU-2025.11.20-0-OKE-1.30.9-801", "v1.31.1") \
         == "v1.30.9"
-    with pytest.raises(pulumi.RunError, match="built for Kubernetes 1.32.1, newer than the cluster's v1.31.1"):
+    with pytest.raises(pulumi.RunError, match=r"built for Kubernetes 1\.32\.1, newer than the cluster's v1\.31\.1"):
         backend.pinned_image_version("i", "Oracle-Linux-8.10-Gen2-GPU-2025.11.20-0-OKE-1.32.1-801", "v1.31.1")
     with pytest.raises(pulumi.RunError, match="is not an OKE node image"):
         backend.pinned_image_version("i", "Oracle-Linux-8.10-2025.11.20-0", "v1.31.1")
@@ -238,7 +256,7 @@ def test_a_basic_cluster_fails_before_anything_is_declared_when_the_addon_is_wan
     monkeypatch.setitem(mocks.CALLS, "oci:ContainerEngine/getCluster:getCluster",
                         lambda args: {"kubernetesVersion": "v1.31.1", "type": "BASIC_CLUSTER"})
     spec = write_spec(tmp_path, [TRAIN_A10])
-    with pytest.raises(Exception, match="is a BASIC_CLUSTER cluster.*ENHANCED_CLUSTER.*cluster_autoscaler: none"):
+    with pytest.raises(Exception, match=r"is a BASIC_CLUSTER cluster.*ENHANCED_CLUSTER.*cluster_autoscaler: none"):
         run_program(spec, "oci-t")
     # With the autoscaler left to the user, a basic cluster is fine.
     spec = write_spec(tmp_path, [TRAIN_A10], cluster_autoscaler="none")

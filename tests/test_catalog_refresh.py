@@ -167,8 +167,8 @@ def test_pagination_must_match_the_recorded_pages(tmp_path, capsys, drop, messag
 def test_a_malformed_page_is_a_clear_error_and_the_old_catalog_is_kept(tmp_path, capsys, cloud, region, message):
     assert run_refresh(tmp_path, capsys, "--cloud", cloud, "--region", region)[0] == 0
     before = (tmp_path / "catalog.csv").read_bytes()
-    code, out, err = run_refresh(tmp_path, capsys, "--cloud", cloud, "--region", region,
-                                 input_path=FIXTURES / "prices-malformed")
+    code, _, err = run_refresh(tmp_path, capsys, "--cloud", cloud, "--region", region,
+                               input_path=FIXTURES / "prices-malformed")
     assert code == 2 and message in err and "Traceback" not in err
     assert (tmp_path / "catalog.csv").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.csv"]  # no temporary file left behind

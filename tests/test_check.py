@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,7 +120,7 @@ def test_replacing_changes_against_a_baseline_are_advisory(tmp_path, capsys):
     assert check(capsys, old, "--baseline", old) == (0, "aws-t: passes\n", "")
     # Same pool, new subnets: EKS recreates the node group.
     moved = tmp_path / "moved.yaml"
-    moved.write_text(open(old).read().replace("subnet-0a1b", "subnet-0c2d"))
+    moved.write_text(Path(old).read_text().replace("subnet-0a1b", "subnet-0c2d"))
     code, out, _ = check(capsys, str(moved), "--baseline", old)
     assert code == 0 and "aws-t: passes, 1 advisory" in out
     assert "ADVISORY   node-pool-replacement  train-h100-spot-p5-48xlarge" in out
@@ -136,14 +137,20 @@ def test_replacing_changes_against_a_baseline_are_advisory(tmp_path, capsys):
     assert check(capsys, str(moved), "--baseline", old, "--config", str(config))[0] == 1
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{", "not valid JSON"),
-    ('{"gpu-pool-taints": "advisory"}', "'gpu-pool-taints' is not a gpustack guardrail (did you mean 'gpu-pool-taint'?)"),
-    ('{"stack-gpu-budget": {"maxGpus": -1}}', "stack-gpu-budget.maxGpus: expected a whole number >= 0, got -1"),
-    ('{"stack-gpu-budget": {"maxGpu": 4}}', "unknown option (did you mean 'maxGpus'?)"),
-    ('{"all": "warn"}', "all: 'warn' is not an enforcement level"),
-    ('["team"]', "expected a JSON object keyed by guardrail name"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{", "not valid JSON"),
+        (
+            '{"gpu-pool-taints": "advisory"}',
+            "'gpu-pool-taints' is not a gpustack guardrail (did you mean 'gpu-pool-taint'?)",
+        ),
+        ('{"stack-gpu-budget": {"maxGpus": -1}}', "stack-gpu-budget.maxGpus: expected a whole number >= 0, got -1"),
+        ('{"stack-gpu-budget": {"maxGpu": 4}}', "unknown option (did you mean 'maxGpus'?)"),
+        ('{"all": "warn"}', "all: 'warn' is not an enforcement level"),
+        ('["team"]', "expected a JSON object keyed by guardrail name"),
+    ],
+)
 def test_a_bad_config_exits_2_with_a_message(tmp_path, capsys, content, message):
     config = tmp_path / "policy-config.json"
     config.write_text(content)

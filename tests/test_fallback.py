@@ -85,7 +85,7 @@ def test_the_regexes_pick_the_spot_node_group_and_only_its_own(cloud):
     table = priorities(priority_configmap(plan, target))
     groups = fallback_groups(target.pools)
     assert len(groups) == 2
-    name = lambda pool: mechanism.node_group_example.replace("{pool}", pool.cloud_name)  # noqa: E731
+    name = lambda pool: mechanism.node_group_example.replace("{pool}", pool.cloud_name)
     foreign = mechanism.node_group_example.replace("{pool}", "system")
     everything = [name(p) for g in groups for p in g.spot + g.fallback] + [foreign]
     for group in groups:

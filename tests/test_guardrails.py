@@ -32,7 +32,7 @@ def test_plan_views_carry_what_the_rules_read():
             assert view.checkpointing is (None if view.kind in ("inference", "notebook") else view.checkpointing)
             assert view.scheduled is (view.kind == "notebook")
             assert view.replacements == ()  # no baseline
-    ranker = [v for v in views["aws-prod"] if v.workloads == ("ranker-train",)][0]
+    ranker = next(v for v in views["aws-prod"] if v.workloads == ("ranker-train",))
     assert ranker.capacities == {"on-demand"} and ranker.checkpointing is False  # fine: not spot
 
 

@@ -41,7 +41,7 @@ def test_pulumi_declares_the_rendered_objects(target):
     rendered = in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target(target))
     resources = run_program(str(EXAMPLE), target, config=KUBECONFIG)
     objects, releases = declared_objects(resources)
-    key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])  # noqa: E731
+    key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
     assert sorted(objects, key=key) == sorted((plain(o) for o in rendered.objects), key=key)
     # The provider gets the kubeconfig, and keeps it secret.
     [provider] = [r for r in resources if r.type == "pulumi:providers:kubernetes"]

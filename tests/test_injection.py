@@ -60,7 +60,7 @@ def test_markdown_and_html_in_references_are_refused(cloud, key, valid, payload)
 
 
 def test_unicode_look_alikes_in_an_azure_resource_group_are_refused():
-    assert "is not valid" in refused(spec("azure", resource_group="rg-prоd"))  # Cyrillic о
+    assert "is not valid" in refused(spec("azure", resource_group="rg-prоd"))
 
 
 @pytest.mark.parametrize("field", ["name", "namespace", "label", "subnet", "cluster", "timezone", "key"])

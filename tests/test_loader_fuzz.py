@@ -188,8 +188,13 @@ def test_unicode_names_are_refused_with_the_rule():
 
 
 def test_the_cli_never_prints_a_traceback(tmp_path):
-    cases = {"binary.yaml": bytes(range(256)), "deep.yaml": b"[" * 5000, "tag.yaml": b"x: !!python/name:os.system\n",
-             "list.yaml": b"- 1\n", "bomb.yaml": b"a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"}
+    cases = {
+        "binary.yaml": bytes(range(256)),
+        "deep.yaml": b"[" * 5000,
+        "tag.yaml": b"x: !!python/name:os.system\n",
+        "list.yaml": b"- 1\n",
+        "bomb.yaml": b"a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n",
+    }
     for name, data in cases.items():
         path = tmp_path / name
         path.write_bytes(data)

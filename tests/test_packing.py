@@ -113,7 +113,7 @@ def test_every_mig_layout_is_valid_and_holds_every_instance(model, data, gpus, b
         packing = pack_mig(mig_items(demand), NodeShape(gpus, **ROOMY), mig, budget=budget)
     except DoesNotFit:
         # Only when one instance of each profile cannot share a node: check that claim by brute force.
-        assert brute_fewest_gpus(mig, {n: 1 for n in demand}, gpus) is None
+        assert brute_fewest_gpus(mig, dict.fromkeys(demand, 1), gpus) is None
         return
     assert len(packing.mig_layouts) == gpus
     for layout in packing.mig_layouts:

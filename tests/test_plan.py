@@ -141,7 +141,7 @@ def test_office_hours_are_fifty_hours_a_week_or_29_8_percent_of_always_on():
     # g4dn.xlarge at $0.526/h: always on $383.98, scheduled $114.29; the schedules step is the difference.
     assert pool.instance_type == "g4dn.xlarge"
     assert round(pool.monthly_cost_usd, 2) == round(0.526 * 50 * 730 / 168, 2) == 114.28
-    assert dict((s.step, s.monthly_usd) for s in target.cost.breakdown)["schedules"] == round(383.98 - 114.28, 2)
+    assert {s.step: s.monthly_usd for s in target.cost.breakdown}["schedules"] == round(383.98 - 114.28, 2)
 
 
 def test_breakdown_adds_up_to_baseline_minus_planned():

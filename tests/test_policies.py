@@ -50,11 +50,23 @@ GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE
 
 
 def _eks(p: Pool) -> dict:
-    return {"clusterName": "ml-prod", "nodeRoleArn": "arn:aws:iam::123456789012:role/nodes", "subnetIds": ["subnet-0a1b"],
-            "nodeGroupName": p.name, "instanceTypes": [p.instance or "p5.48xlarge"], "amiType": "AL2023_x86_64_NVIDIA",
-            "capacityType": "SPOT" if p.capacity == "spot" else "ON_DEMAND", "labels": p.node_labels(),
-            "taints": [GPU_TAINT] if p.gpu_taint else [], "tags": dict(p.labels),
-            "scalingConfig": {"minSize": float(p.min_nodes), "maxSize": float(p.max_nodes), "desiredSize": float(p.min_nodes)}}
+    return {
+        "clusterName": "ml-prod",
+        "nodeRoleArn": "arn:aws:iam::123456789012:role/nodes",
+        "subnetIds": ["subnet-0a1b"],
+        "nodeGroupName": p.name,
+        "instanceTypes": [p.instance or "p5.48xlarge"],
+        "amiType": "AL2023_x86_64_NVIDIA",
+        "capacityType": "SPOT" if p.capacity == "spot" else "ON_DEMAND",
+        "labels": p.node_labels(),
+        "taints": [GPU_TAINT] if p.gpu_taint else [],
+        "tags": dict(p.labels),
+        "scalingConfig": {
+            "minSize": float(p.min_nodes),
+            "maxSize": float(p.max_nodes),
+            "desiredSize": float(p.min_nodes),
+        },
+    }
 
 
 def _gke(p: Pool) -> dict:
@@ -76,9 +88,11 @@ def _aks(p: Pool) -> dict:
 
 def _oke(p: Pool) -> dict:
     taints = "nvidia.com/gpu=present:NoSchedule" if p.gpu_taint else "dedicated=ml:NoSchedule"
-    script = ("#!/bin/bash\ncurl --fail -H \"Authorization: Bearer Oracle\" -L0 "
-              "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script | base64 --decode >/var/run/oke-init.sh\n"
-              f"bash /var/run/oke-init.sh --kubelet-extra-args \"--register-with-taints={taints}\"\n")
+    script = (
+        '#!/bin/bash\ncurl --fail -H "Authorization: Bearer Oracle" -L0 '
+        "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script | base64 --decode >/var/run/oke-init.sh\n"
+        f'bash /var/run/oke-init.sh --kubelet-extra-args "--register-with-taints={taints}"\n'
+    )
     placement = {"availabilityDomain": "Uocm:US-ASHBURN-AD-1", "subnetId": "ocid1.subnet.oc1.iad.aaaa"}
     if p.capacity == "spot":
         placement["preemptibleNodeConfig"] = {"preemptionAction": {"type": "TERMINATE", "isPreserveBootVolume": False}}
@@ -120,7 +134,9 @@ def pool_resource(cloud: str, pool: Pool) -> PolicyResource:
     return resource(TOKENS[cloud], pool.name, RENDER[cloud](pool))
 
 
-def validate_stack(policy_name: str, resources: list[PolicyResource], config: dict | None = None) -> list[tuple[str, str | None]]:
+def validate_stack(
+    policy_name: str, resources: list[PolicyResource], config: dict | None = None
+) -> list[tuple[str, str | None]]:
     policy = POLICIES[policy_name]
     assert isinstance(policy, StackValidationPolicy)
     found: list[tuple[str, str | None]] = []
@@ -136,19 +152,31 @@ def test_the_pack_has_one_policy_per_rule_with_its_level():
                       "spot-gpu-pool-checkpointing": "mandatory", "inference-pool-not-spot-only": "mandatory",
                       "dev-pool-auto-stop": "mandatory", "stack-gpu-budget": "mandatory",
                       "node-pool-replacement": "advisory"}
-    assert POLICIES["gpu-pool-attribution-labels"].config_schema.properties["labels"]["default"] == ["team", "environment"]
+    assert POLICIES["gpu-pool-attribution-labels"].config_schema.properties["labels"]["default"] == [
+        "team",
+        "environment",
+    ]
     assert isinstance(POLICIES["dev-pool-auto-stop"], StackValidationPolicy)  # needs the stack's schedules
 
 
 # -- resource policies: one passing and one failing pool per rule, on every cloud ----------------------
 RESOURCE_CASES = {
     "gpu-pool-taint": (Pool(), Pool(gpu_taint=False), "without the nvidia.com/gpu NoSchedule taint"),
-    "gpu-pool-attribution-labels": (Pool(), Pool(labels=(("team", "ml-platform"),)),
-                                    "without the attribution label environment"),
-    "spot-gpu-pool-checkpointing": (Pool(capacity="spot", checkpointing="true"),
-                                    Pool(capacity="spot", checkpointing="false"), "whose workloads do not checkpoint"),
-    "inference-pool-not-spot-only": (Pool(name="infer-a100", kind="inference"),
-                                     Pool(name="infer-a100", kind="inference", capacity="spot"), "on spot capacity only"),
+    "gpu-pool-attribution-labels": (
+        Pool(),
+        Pool(labels=(("team", "ml-platform"),)),
+        "without the attribution label environment",
+    ),
+    "spot-gpu-pool-checkpointing": (
+        Pool(capacity="spot", checkpointing="true"),
+        Pool(capacity="spot", checkpointing="false"),
+        "whose workloads do not checkpoint",
+    ),
+    "inference-pool-not-spot-only": (
+        Pool(name="infer-a100", kind="inference"),
+        Pool(name="infer-a100", kind="inference", capacity="spot"),
+        "on spot capacity only",
+    ),
 }
 
 
@@ -199,7 +227,9 @@ def test_values_unknown_during_preview_are_not_judged():
 
     props = _eks(Pool(gpu_taint=False))
     props["taints"] = UNKNOWN_ARRAY_VALUE
-    args = ResourceValidationArgs(TOKENS["aws"], unknown_checking_proxy(props), urn(TOKENS["aws"], "p"), "p", None, None)
+    args = ResourceValidationArgs(
+        TOKENS["aws"], unknown_checking_proxy(props), urn(TOKENS["aws"], "p"), "p", None, None
+    )
     messages: list[str] = []
     POLICIES["gpu-pool-taint"].validate(args, lambda m, urn=None: messages.append(m))
     assert messages == []
@@ -260,8 +290,12 @@ def test_an_eks_schedule_whose_asg_is_unknown_in_preview_counts_by_dependency():
 
     group = pool_resource("aws", NOTEBOOK)
     token = "aws:autoscaling/schedule:Schedule"
-    stop = resource(token, "notebook-stop", {"autoscalingGroupName": UNKNOWN_STRING_VALUE, "scheduledActionName": "stop"},
-                    property_dependencies={"autoscalingGroupName": [group]})
+    stop = resource(
+        token,
+        "notebook-stop",
+        {"autoscalingGroupName": UNKNOWN_STRING_VALUE, "scheduledActionName": "stop"},
+        property_dependencies={"autoscalingGroupName": [group]},
+    )
     assert validate_stack("dev-pool-auto-stop", [group, stop]) == []
 
 
@@ -299,13 +333,22 @@ def test_the_cost_cap_uses_catalog_list_prices(cloud):
 def test_the_cap_says_when_it_cannot_count_a_pool():
     unknown = pool_resource("aws", Pool(instance="p9.96xlarge"))  # tainted and labelled: a GPU pool
     ((message, _),) = validate_stack("stack-gpu-budget", [unknown], {"maxGpus": 100})
-    assert "cannot check the cap on GPUs (100 GPUs)" in message and "p9.96xlarge is not in the gpustack catalog" in message
+    assert (
+        "cannot check the cap on GPUs (100 GPUs)" in message and "p9.96xlarge is not in the gpustack catalog" in message
+    )
 
 
 def oke_autoscaler(nodes: str) -> PolicyResource:
-    return resource("oci:ContainerEngine/addon:Addon", "cluster-autoscaler", {
-        "addonName": "ClusterAutoscaler", "clusterId": "ocid1.cluster.oc1.iad.aaaa", "removeAddonResourcesOnDelete": True,
-        "configurations": [{"key": "authType", "value": "instance"}, {"key": "nodes", "value": nodes}]})
+    return resource(
+        "oci:ContainerEngine/addon:Addon",
+        "cluster-autoscaler",
+        {
+            "addonName": "ClusterAutoscaler",
+            "clusterId": "ocid1.cluster.oc1.iad.aaaa",
+            "removeAddonResourcesOnDelete": True,
+            "configurations": [{"key": "authType", "value": "instance"}, {"key": "nodes", "value": nodes}],
+        },
+    )
 
 
 def test_oke_bounds_come_from_the_cluster_autoscaler_add_on():

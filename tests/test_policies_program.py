@@ -32,7 +32,7 @@ def pack_verdicts(spec: str, target: str) -> tuple[list[tuple[str, str]], int]:
         opts = PolicyResourceOptions(False, list(d.ignore_changes), None, [], None, [], None)
         resources.append(PolicyResource(d.type, props, d.urn, d.name, opts, None, None, [], {}))
     for policy in policies():
-        def report(message, urn=None, name=policy.name):  # noqa: ANN001
+        def report(message, urn=None, name=policy.name):
             found.append((name, message))
         if isinstance(policy, ResourceValidationPolicy):
             for r in resources:

@@ -76,14 +76,24 @@ def _declare() -> None:
         node_metadata={"user_data": base64.b64encode(TAINT_SCRIPT.encode()).decode()})
     k8s.batch.v1.CronJob(
         "gke-train-stop",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name="gke-train-stop", namespace="gpustack-system",
-                                            labels={"gpustack.dev/pool": "gke-train"}),
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name="gke-train-stop", namespace="gpustack-system", labels={"gpustack.dev/pool": "gke-train"}
+        ),
         spec=k8s.batch.v1.CronJobSpecArgs(
-            schedule="0 18 * * 1-5", time_zone="Europe/Berlin",
-            job_template=k8s.batch.v1.JobTemplateSpecArgs(spec=k8s.batch.v1.JobSpecArgs(
-                template=k8s.core.v1.PodTemplateSpecArgs(spec=k8s.core.v1.PodSpecArgs(
-                    restart_policy="Never", containers=[k8s.core.v1.ContainerArgs(name="stop", image="bitnami/kubectl")])))),
-        ))
+            schedule="0 18 * * 1-5",
+            time_zone="Europe/Berlin",
+            job_template=k8s.batch.v1.JobTemplateSpecArgs(
+                spec=k8s.batch.v1.JobSpecArgs(
+                    template=k8s.core.v1.PodTemplateSpecArgs(
+                        spec=k8s.core.v1.PodSpecArgs(
+                            restart_policy="Never",
+                            containers=[k8s.core.v1.ContainerArgs(name="stop", image="bitnami/kubectl")],
+                        )
+                    )
+                )
+            ),
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +131,7 @@ def _resource(d, dependencies=()) -> PolicyResource:
 
 def test_compliant_sdk_resources_pass_every_policy(declared):
     messages: list[str] = []
-    report = lambda message, urn=None: messages.append(message)  # noqa: E731
+    report = lambda message, urn=None: messages.append(message)
     for policy in policies():
         if policy.name == "node-pool-replacement":
             continue  # advisory: unprotected pools are exposed to replacement (tested in test_policies)

@@ -217,7 +217,10 @@ def test_memory_needs_a_unit():
 
 def test_label_values_must_be_strings():
     text = spec_text([TRAIN], labels={"cost-center": 4711})
-    assert error(text) == f"{at(text, '4711')}: labels.cost-center: label values are strings; quote it: cost-center: \"4711\""
+    assert (
+        error(text)
+        == f'{at(text, "4711")}: labels.cost-center: label values are strings; quote it: cost-center: "4711"'
+    )
 
 
 def test_pricing_override_must_name_a_catalogued_type():

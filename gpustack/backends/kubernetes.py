@@ -111,7 +111,10 @@ def _resource(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resou
     if unknown:  # never drop a field silently: the declared object must be the rendered one
         raise ValueError(f"{obj['kind']} {name}: no argument for {sorted(unknown)}")
     if obj["kind"] in _CLASSES:
-        return _CLASSES[obj["kind"]](name, opts=opts, **{_ARGUMENTS[k]: v for k, v in fields.items()})
+        declared: pulumi.Resource = _CLASSES[obj["kind"]](
+            name, opts=opts, **{_ARGUMENTS[k]: v for k, v in fields.items()}
+        )
+        return declared
     # Custom resources (PrometheusRule): metadata and spec only.
     if set(fields) - {"metadata", "spec"}:
         raise ValueError(f"{obj['kind']} {name}: a custom resource takes metadata and spec only")

@@ -179,7 +179,7 @@ def need(obj: Any, key: str, kind: type | tuple[type, ...], page: Page, path: st
     if not isinstance(obj, dict) or key not in obj:
         raise Malformed(f"{page.where}: page {page.number}: {path}.{key} is missing")
     value = obj[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise Malformed(f"{page.where}: page {page.number}: {path}.{key} is {type(value).__name__} "
                         f"{json.dumps(value)[:60]}, not {names}")

@@ -168,7 +168,10 @@ class MigModel:
                 problems.append(f"{count} x {name}: at most {profile.shape.max_count} per GPU")
         if problems:
             return problems
-        media = sum(c for n, c in layout.items() if self.profile(n).shape.media)  # type: ignore[union-attr]
+        media = 0
+        for name, count in layout.items():
+            profile = self.profile(name)
+            media += count if profile is not None and profile.shape.media else 0
         if media > 1:
             problems.append(f"{media} +me instances: at most one per GPU")
         compute, memory = self.slices(layout)

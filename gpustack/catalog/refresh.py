@@ -80,7 +80,8 @@ def feed_of(cloud: Any) -> ModuleType | None:
     """The cloud's price feed, None when its bundle has none."""
     if importlib.util.find_spec(f"{cloud.bundle}.{FEED_PART}") is None:
         return None
-    return cloud.part(FEED_PART)
+    feed: ModuleType = cloud.part(FEED_PART)
+    return feed
 
 
 def refresh(bundled: Catalog, out: Path, clouds: Sequence[str] = (), regions: Sequence[str] = (),

@@ -297,7 +297,7 @@ class Cloud:
             return self.unsupported[Feature.SPOT]
         return None
 
-    def capacity_refusal(self, row: "InstanceType", capacity: str) -> str | None:
+    def capacity_refusal(self, row: InstanceType, capacity: str) -> str | None:
         """None when the cloud accepts `row` on `capacity` (spot | on-demand | reserved), else why it
         refuses, with the source. The planner never chooses a refused pair: it picks another type, or
         another capacity with a warning, or reports a located error (`gpustack.plan.choices`)."""
@@ -333,7 +333,7 @@ class Cloud:
         del zones, nodes
         return ()
 
-    def check_pool(self, pool: "Pool") -> list[str]:
+    def check_pool(self, pool: Pool) -> list[str]:
         """Problems with a planned pool on this cloud, checked before anything is rendered because the
         provider SDKs do not check enum strings. Clouds extend this with their enums; the base checks
         what every cloud has: the pool's name against the cloud's rule, and its taints."""

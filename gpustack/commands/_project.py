@@ -13,6 +13,7 @@ import secrets
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -66,7 +67,7 @@ def pinned_actions() -> dict[str, str]:
     return {key: f"{a['repo']}@{a['commit']}  # {a['version']}" for key, a in yaml.safe_load(text).items()}
 
 
-def preview_logins(clouds: Iterable[str]) -> list[dict[str, object]]:
+def preview_logins(clouds: Iterable[str]) -> list[dict[str, Any]]:
     """Each cloud's read-only login of the preview job, as the workflow template lays it out."""
     actions = pinned_actions()
     out = []
@@ -150,7 +151,7 @@ def render_pulumi_template() -> dict[str, str]:
     return render_project("gpu-platform", CLOUDS.names(), pulumi_template=True)
 
 
-def _target(cloud: str, example: ExampleTarget) -> dict[str, object]:
+def _target(cloud: str, example: ExampleTarget) -> dict[str, Any]:
     settings = [f"{key}: {_flow(value)}" for key, value in example.settings.items()]
     return {"name": f"{cloud}-prod", "cloud": cloud, "region": example.region, "cluster": example.cluster,
             "settings": settings, "provider_config": sorted(example.provider_config.items())}

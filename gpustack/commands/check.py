@@ -65,7 +65,9 @@ def _table(targets: list[str], violations: list) -> str:  # type: ignore[type-ar
     for target in targets:
         mine = [v for v in violations if v.target == target]
         mandatory = sum(v.level == "mandatory" for v in mine)
-        verdict = "passes" if not mandatory else f"fails: {mandatory} mandatory violation{'s' if mandatory != 1 else ''}"
+        verdict = (
+            "passes" if not mandatory else f"fails: {mandatory} mandatory violation{'s' if mandatory != 1 else ''}"
+        )
         advisory = len(mine) - mandatory
         lines.append(f"{target}: {verdict}" + (f", {advisory} advisory" if advisory else ""))
         for v in mine:

@@ -17,9 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"a cloud to target ({', '.join(CLOUDS.names())}); repeat for several "
                              "(default: all of them)")
     parser.add_argument("--name", help="the spec and project name (default: from the directory name)")
-    parser.add_argument("--package", default="",
-                        help="how requirements.txt names gpustack, e.g. 'gpustack @ git+https://host/org/gpustack@v0.1.0' "
-                             "(default: a placeholder address to replace; the name gpustack on PyPI belongs to an unrelated project)")
+    parser.add_argument(
+        "--package",
+        default="",
+        help="how requirements.txt names gpustack, e.g. 'gpustack @ git+https://host/org/gpustack@v0.1.0' "
+        "(default: a placeholder address to replace; the name gpustack on PyPI belongs to an unrelated project)",
+    )
     parser.add_argument("--force", action="store_true",
                         help="write into a non-empty directory, overwriting the files gpustack generates")
 

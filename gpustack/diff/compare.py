@@ -94,9 +94,9 @@ def _target(old: TargetPlan | None, new: TargetPlan | None) -> TargetDiff:
     if old is None or new is None:
         status = "added" if old is None else "removed"
         pools = tuple(_whole(p, "added" if old is None else "removed") for p in some.pools)
-        return TargetDiff(some.name, some.cloud, status, old and old.cost.planned_monthly_usd,
-                          new and new.cost.planned_monthly_usd, old and old.gpus.provisioned,
-                          new and new.gpus.provisioned, _ordered(pools),
+        return TargetDiff(some.name, some.cloud, status, old.cost.planned_monthly_usd if old else None,
+                          new.cost.planned_monthly_usd if new else None, old.gpus.provisioned if old else None,
+                          new.gpus.provisioned if new else None, _ordered(pools),
                           tuple(w.message for w in new.warnings) if new else ())
     changes = _pool_changes(old, new, cloud)
     status = "changed" if changes or _cost_differs(old, new) else "unchanged"
@@ -158,7 +158,7 @@ def _same_name(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, cloud
     else:
         change, why, successor = "updated", "the cloud updates the node pool in place", None
     return PoolChange(change, old.name, old.cloud_name, new.kind, new.workloads, why, fields,
-                      successor and successor.name, successor and successor.cloud_name,
+                      successor.name if successor else None, successor.cloud_name if successor else None,
                       old_monthly_usd=old.monthly_cost_usd, new_monthly_usd=new.monthly_cost_usd)
 
 

@@ -66,6 +66,7 @@ def _target(t: TargetDiff) -> dict[str, object]:
 
 
 def _section(kind: str, pools: list[PoolChange], cloud: str) -> str:
+    rows: list[tuple[str, ...]]
     if kind == "replaced":
         rows = [(_pool(p.name, p.cloud_name, cloud), _becomes(p, cloud), _fields(p.fields), _why(p, cloud),
                  _cost_change(p)) for p in pools]

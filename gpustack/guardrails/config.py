@@ -102,7 +102,7 @@ def _check_option(rule: Rule, key: str, value: object, where: str) -> None:
         "integer": isinstance(value, int) and not isinstance(value, bool),
         "number": isinstance(value, (int, float)) and not isinstance(value, bool),
     }[kind]
-    if ok and kind in ("integer", "number") and value < schema.get("minimum", value):  # type: ignore[operator]
+    if ok and kind in ("integer", "number") and value < schema.get("minimum", value):
         ok = False
     if not ok:
         expected = {"array": "a list of strings", "object": "an object of strings",

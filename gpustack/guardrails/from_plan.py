@@ -90,8 +90,11 @@ def replacements(baseline: Plan, plan: Plan) -> dict[tuple[str, str], tuple[str,
         for change in target.pools:
             if change.change != "replaced" or change.new_name is None:
                 continue
-            fields = "; ".join(f"{f.field}: {f.old or '-'} -> {f.new or '-'}" + (f" ({f.replaces})" if f.replaces else "")
-                               for f in change.fields if f.replaces or change.new_name != change.name)
+            fields = "; ".join(
+                f"{f.field}: {f.old or '-'} -> {f.new or '-'}" + (f" ({f.replaces})" if f.replaces else "")
+                for f in change.fields
+                if f.replaces or change.new_name != change.name
+            )
             subject = "in place" if change.new_name == change.name else f"node pool {change.name} gives way to it"
             text = f"{subject}: {change.why}" + (f"; {fields}" if fields else "")
             key = (target.name, change.new_name)

@@ -91,7 +91,7 @@ def int_or_none(value: Any) -> int | None:
 
 def taint_objects(items: Any, effects: Mapping[str, str]) -> tuple[Taint, ...]:
     """Taints written as objects; `effects` maps the cloud's effect spelling back to Kubernetes'."""
-    return tuple(Taint(str(t.get("key", "")), str(t.get("value") or ""), effects.get(t.get("effect"), str(t.get("effect"))))
+    return tuple(Taint(str(t.get("key", "")), str(t.get("value") or ""), effects.get(str(t.get("effect")), str(t.get("effect"))))
                  for t in items or () if isinstance(t, Mapping))
 
 

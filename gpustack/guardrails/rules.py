@@ -91,8 +91,13 @@ def spot_needs_checkpointing(view: PoolView, options: Mapping[str, Any]) -> Iter
     fix = f"run it on {view.spelling.capacity(view, ON_DEMAND)}"
     if how:
         fix += f", or {how} once its workloads save checkpoints"
-    yield Finding(view.name, f"spot GPU pool{_workloads(view)} whose workloads do not checkpoint "
-                             f"(gpustack.dev/checkpointing {state}): a spot reclaim loses their progress", fix, view.urn)
+    yield Finding(
+        view.name,
+        f"spot GPU pool{_workloads(view)} whose workloads do not checkpoint "
+        f"(gpustack.dev/checkpointing {state}): a spot reclaim loses their progress",
+        fix,
+        view.urn,
+    )
 
 
 # -- an inference pool is never spot-only -----------------------------------------------------------
@@ -127,8 +132,8 @@ def dev_pool_auto_stop(view: PoolView, options: Mapping[str, Any]) -> Iterable[F
 
 
 # -- stack caps on GPUs and on the monthly cost -----------------------------------------------------
-def _largest(views: list[PoolView], size: Callable[[PoolView], float]) -> list[PoolView]:
-    return sorted(views, key=lambda v: (-size(v), v.name))[:3]
+def _largest(views: list[PoolView], size: Callable[[PoolView], float | None]) -> list[PoolView]:
+    return sorted(views, key=lambda v: (-(size(v) or 0.0), v.name))[:3]
 
 
 def _monthly_usd(view: PoolView) -> float | None:
@@ -139,14 +144,16 @@ def _monthly_usd(view: PoolView) -> float | None:
 
 def stack_budget(views: Sequence[PoolView], options: Mapping[str, Any]) -> Iterable[Finding]:
     gpu_pools = [v for v in views if v.is_gpu]
-    caps = (("maxGpus", "GPUs", lambda v: v.gpus, "{:,.0f} GPUs"),
-            ("maxMonthlyUsd", "monthly cost", _monthly_usd, "${:,.0f}/month"))
+    caps: tuple[tuple[str, str, Callable[[PoolView], float | None], str], ...] = (
+        ("maxGpus", "GPUs", lambda v: v.gpus, "{:,.0f} GPUs"),
+        ("maxMonthlyUsd", "monthly cost", _monthly_usd, "${:,.0f}/month"),
+    )
     for key, what, size, unit in caps:
         cap = options.get(key)
         if cap is None or not gpu_pools:
             continue  # off unless configured
         known = [v for v in gpu_pools if size(v) is not None]
-        total = sum(size(v) for v in known)
+        total = sum(size(v) or 0.0 for v in known)
         if total > cap:
             top = _largest(known, size)
             yield Finding(None, f"the GPU pools of {gpu_pools[0].target} can reach {unit.format(total)} at their "

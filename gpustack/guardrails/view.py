@@ -33,7 +33,8 @@ UNKNOWN = _Unknown()
 class Spelling(Protocol):
     """How to say a fix in the vocabulary of the source a view was built from (spec or resource)."""
 
-    sees_previous: bool  # True when the source compares with the previous version (a baseline plan)
+    @property
+    def sees_previous(self) -> bool: ...  # True when the source compares with the previous version (a baseline plan)
 
     def capacity(self, view: PoolView, capacity: str) -> str: ...
 

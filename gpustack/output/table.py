@@ -10,6 +10,7 @@ target. The JSON has everything.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
 from gpustack.clouds import CLOUDS
 from gpustack.output.costwords import (
@@ -17,7 +18,7 @@ from gpustack.output.costwords import (
 )
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
-__all__ = ["render_table", "usd", "nodes", "sharing", "schedule"]
+__all__ = ["nodes", "render_table", "schedule", "sharing", "usd"]
 
 WIDTH = 120
 _MAX_PROFILES_SHOWN = 3
@@ -136,7 +137,7 @@ def _wide_rows(target: TargetPlan, display_name: str) -> list[str]:
     return ["  " + line for line in _aligned(rows, right=(5, 6, 9))]
 
 
-def _aligned(rows: list[tuple[str, ...]], right: tuple[int, ...]) -> list[str]:
+def _aligned(rows: Sequence[tuple[str, ...]], right: tuple[int, ...]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row)).rstrip()
             for row in rows]

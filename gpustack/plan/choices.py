@@ -51,13 +51,17 @@ def capacity_parts(workload: Workload) -> tuple[list[Part], list[tuple[str, str]
             if override == "spot" or (override is None and workload.checkpointing):
                 why = ("capacity: spot in the spec" if override else
                        "checkpointed fine-tuning runs on spot, scaled to zero between runs")
-                return [Part("spot", "main", high, 0, why),
-                        Part("on-demand", "fallback", high, 0, "on-demand fallback when spot capacity is short")], warnings
+                return [
+                    Part("spot", "main", high, 0, why),
+                    Part("on-demand", "fallback", high, 0, "on-demand fallback when spot capacity is short"),
+                ], warnings
             if override:
                 return [_as_asked(override, high)], warnings
             warnings.append(("no-checkpointing", f"fine-tuning {name!r} has no checkpointing: kept on on-demand (set "
                                                  "checkpointing: true to run it on spot with an on-demand fallback)"))
-            return [Part("on-demand", "main", high, 0, "fine-tuning without checkpointing stays on on-demand")], warnings
+            return [
+                Part("on-demand", "main", high, 0, "fine-tuning without checkpointing stays on on-demand")
+            ], warnings
         case "inference":
             if override == "reserved":
                 return [Part("reserved", "floor", high, high, "capacity: reserved in the spec")], warnings

@@ -87,7 +87,7 @@ class _Model:
         lp.integrality_ = [highspy.HighsVarType.kInteger] * len(self.cost)
         # highspy's Highs wrapper prints a banner to stdout when built; the core class it wraps does not,
         # and stdout carries the plan (--format json).
-        solver = highspy._Highs()
+        solver = highspy._Highs()  # type: ignore[attr-defined]  # the core class, on purpose (see above)
         for option, setting in (("output_flag", False), ("threads", 1), ("random_seed", 0),
                                 ("mip_max_nodes", node_limit), ("time_limit", _INF)):
             solver.setOptionValue(option, setting)
@@ -186,10 +186,10 @@ def solve_mig(items: Sequence[Item], names: Sequence[str], rows: Sequence[Sequen
     x, z = _assignment(model, items, node, upper, float(node.gpus + 1), node.gpus * max(max_counts))
     w = [model.var(node.gpus, 1.0) for _ in rows]
     caps = [model.var(node.gpus * m) for m in max_counts]
-    model.row({v: 1 for v in w}, high=node.gpus)
+    model.row(dict.fromkeys(w, 1), high=node.gpus)
     for p in range(len(names)):
         model.row({caps[p]: 1, **{w[r]: -row[p] for r, row in enumerate(rows)}}, high=0)
-    profile_of = [names.index(i.profile) for i in items]  # type: ignore[arg-type]
+    profile_of = [names.index(i.profile) for i in items]
     for n in range(upper):
         for p in range(len(names)):
             on_node = {x[t][n]: 1 for t in range(len(items)) if profile_of[t] == p}
@@ -243,7 +243,7 @@ def solve_fractions(sizes: dict[int, int], capacity: int, node_limit: int = NODE
         return None
     left = [int(values[f]) for f in flow]
     out_of: dict[int, list[int]] = {v: [] for v in range(capacity + 1)}
-    for k, (a, _, s) in enumerate(arcs):
+    for k, (a, _, _) in enumerate(arcs):
         out_of[a].append(k)
     for v in out_of:  # items before unused room, larger first: deterministic paths
         out_of[v].sort(key=lambda k: (arcs[k][2] == 0, -arcs[k][2], k))

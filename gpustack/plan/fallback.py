@@ -30,7 +30,10 @@ class FallbackGroup:
     fallback: tuple[Pool, ...]  # grown only when no spot pool of the group can grow
 
 
-def _group_key(pool: Pool) -> tuple:
+GroupKey = tuple[str, str, str, "int | None", tuple[str, ...], "tuple[str, str, str] | None"]
+
+
+def _group_key(pool: Pool) -> GroupKey:
     profiles = tuple(sorted({p for group in pool.sharing.mig for p, _ in group.layout}))
     schedule = (pool.schedule.days, pool.schedule.hours, pool.schedule.timezone) if pool.schedule else None
     return pool.kind, pool.gpu, pool.sharing.mode, pool.sharing.replicas, profiles, schedule
@@ -54,7 +57,7 @@ def fallback_groups(pools: Sequence[Pool]) -> tuple[FallbackGroup, ...]:
     fallback = [p for p in pools if p.role == "fallback"]
     backed = {w for p in fallback for w in p.workloads}
     spot = [p for p in pools if p.capacity == "spot" and backed & set(p.workloads)]
-    by_key: dict[tuple, list[Pool]] = {}
+    by_key: dict[GroupKey, list[Pool]] = {}
     for pool in spot + fallback:
         by_key.setdefault(_group_key(pool), []).append(pool)
     groups = []

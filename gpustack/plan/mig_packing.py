@@ -268,9 +268,9 @@ def _assignable(items: Sequence[Item], index: dict[str, int], need: Counts, node
             if item.memory_gib > 0:
                 k = min(k, int((memory + 1e-9) // item.memory_gib))
             if k > 0:
-                def taken(per: int) -> tuple[Counts, float, float]:
-                    return (tuple(f - per if j == p else f for j, f in enumerate(free)),
-                            cpu - per * item.cpu, memory - per * item.memory_gib)
+                def taken(per: int) -> tuple[Counts, float, float]:  # used in this iteration only
+                    return (tuple(f - per if j == p else f for j, f in enumerate(free)),  # noqa: B023
+                            cpu - per * item.cpu, memory - per * item.memory_gib)  # noqa: B023
                 whole, rest = divmod(left, k)
                 if whole >= copies:
                     groups[i] = (copies, *taken(k))
@@ -303,7 +303,8 @@ def nodes_for(items: Sequence[Item], layouts: Sequence[Layout], node: NodeShape,
     a count known to hold them): for a floor that runs on the nodes of a pool packed for its peak."""
     demand: dict[str, int] = {}
     for item in items:
-        demand[item.profile] = demand.get(item.profile, 0) + item.count  # type: ignore[index]
+        assert item.profile is not None  # MIG items name their profile
+        demand[item.profile] = demand.get(item.profile, 0) + item.count
     per_node: dict[str, int] = {}
     for layout in layouts:
         for profile, count in layout:

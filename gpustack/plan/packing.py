@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from gpustack.plan import exact as exact_packing
 from gpustack.plan.bounds import nodes_bound
@@ -157,7 +158,7 @@ def share_bounds(items: Sequence[Item], node: NodeShape) -> tuple[dict[str, int]
 def coalesce(items: Sequence[Item]) -> list[Item]:
     """Replicas of the same shape as one item, whatever their workload: packing sees only shapes,
     and a pool of thousands of workloads has few distinct shapes (this keeps packing linear)."""
-    merged: dict[tuple, Item] = {}
+    merged: dict[tuple[object, ...], Item] = {}
     for item in sorted(items, key=lambda i: i.workload):
         key = (item.units, item.cpu, item.memory_gib, item.hours, item.profile)
         known = merged.get(key)
@@ -210,7 +211,7 @@ def _exact_shares(items: Sequence[Item], node: NodeShape,
                       key=lambda i: (-i.units, -i.cpu, -i.memory_gib, -i.hours, i.workload))
     R = node.shares_per_gpu
     free: list[list[float]] = []  # per open node: [units, cpu, memory, used units, hours]
-    best: list = [incumbent, None]
+    best: list[Any] = [incumbent, None]
     steps = [0]
 
     def gpus_in_use() -> int:

@@ -69,7 +69,7 @@ class _TargetPlanner:
         self.warnings: list[Warning] = []
         self.notes: list[str] = []
 
-    def problem(self, workload: Workload | None, field: str, message: str, path: tuple = ()) -> None:
+    def problem(self, workload: Workload | None, field: str, message: str, path: tuple[str | int, ...] = ()) -> None:
         path = path or (("workloads", workload.index, field) if workload else ("targets", self.target.index))
         self.problems.append(Problem(self.spec.source.where(path), path_str(path), message))
 
@@ -199,7 +199,7 @@ class _TargetPlanner:
         if pinned:
             fitting = fitting_rows(self.rows, gpu, ask, self.cloud)
             types = sorted(r.name for r, _ in fitting if self.cloud.capacity_refusal(r, capacity) is None)
-            field_path = ("workloads", workload.index, "instance_types",
+            field_path: tuple[str | int, ...] = ("workloads", workload.index, "instance_types",
                           pinned_key(self.spec.source, workload.index, self.target.cloud))
             what = f"the pinned {pinned}"
             instead = (f"pin a type it accepts on {capacity} ({', '.join(types)})" if types
@@ -287,7 +287,7 @@ class _TargetPlanner:
             return []
 
     def note_split_mig(self, demands: dict[PoolKey, list[Demand]]) -> None:
-        groups: dict[tuple, set[str]] = defaultdict(set)
+        groups: dict[tuple[object, ...], set[str]] = defaultdict(set)
         for key in demands:
             if key.sharing.startswith("mig-") and key.sharing[4:] in MIG_SIZE_CLASSES:
                 groups[(key.kind, key.gpu, key.capacity, key.instance)].add(key.sharing[4:])
@@ -317,7 +317,7 @@ class _TargetPlanner:
             if not messages:
                 continue
             if (key, value) in self.spec.labels:
-                path: tuple = ("labels", key)
+                path: tuple[str | int, ...] = ("labels", key)
             else:
                 giver = next(self.spec.workload(n) for n in pool.workloads
                              if (key, value) in self.spec.workload(n).labels)
@@ -333,7 +333,7 @@ class _TargetPlanner:
         zones = tuple(str(z) for z in (self.target.setting(setting) or ())) if setting else ()  # type: ignore[attr-defined]
         for j, zone in enumerate(zones):
             for message in self.cloud.zone_problems(self.target.region, (zone,)):
-                self.problem(None, "", message, path=("targets", self.target.index, "settings", setting, j))
+                self.problem(None, "", message, path=("targets", self.target.index, "settings", str(setting), j))
         return zones
 
     def placed(self, pool: Pool, zones: tuple[str, ...]) -> Pool:
@@ -347,7 +347,7 @@ class _TargetPlanner:
                 self.problem(None, "", f"pool {pool.name!r}: no zone of settings.{setting} ({', '.join(zones)}) offers "
                                        f"{pool.gpu}; zones of {self.target.region} that do: "
                                        f"{', '.join(where) or 'none known'}",
-                             path=("targets", self.target.index, "settings", setting))
+                             path=("targets", self.target.index, "settings", str(setting)))
                 return pool
             if offering is not None and offering != zones:
                 here = offering

@@ -160,7 +160,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
         else:
             min_nodes = _floor_nodes(floor_demands, node, gpu.mig, peak, nodes)
         required, lower = peak.gpus_required, peak.lower_bound
-        carries = _all_replicas
+        carries: Callable[[Demand], int] = _all_replicas
     else:
         peak, nodes, min_nodes, node_hours = share.packing, share.nodes, share.min_nodes, share.node_hours
         sharing = _sharing(key, name, ask, peak, cloud)

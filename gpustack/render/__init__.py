@@ -69,4 +69,4 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
     return InCluster(target.name, tuple(sorted(objects, key=object_key)), release, hami.release(target))
 
 
-__all__ = ["GPUSTACK_NAMESPACE", "InCluster", "KUBERNETES_VERSION", "in_cluster", "object_key"]
+__all__ = ["GPUSTACK_NAMESPACE", "KUBERNETES_VERSION", "InCluster", "in_cluster", "object_key"]

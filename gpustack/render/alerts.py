@@ -26,7 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpustack.plan.model import Plan, Pool, TargetPlan
-from gpustack.render.common import POOL_LABEL, metadata, object_labels, prometheus_label
+from gpustack.plan.pools import POOL_LABEL
+from gpustack.render.common import metadata, object_labels, prometheus_label
 
 RULE_NAME = "gpustack-idle-gpus"
 IDLE_PERCENT = 10

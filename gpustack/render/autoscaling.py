@@ -22,7 +22,7 @@ nothing; the Pulumi program passes the ids in (`node_group_ids`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
@@ -30,7 +30,7 @@ import yaml
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.base import COMPUTE_CLASS, PRIORITY_EXPANDER, FallbackMechanism
 from gpustack.plan.fallback import FallbackGroup, fallback_groups
-from gpustack.plan.model import Plan, TargetPlan
+from gpustack.plan.model import Plan, Pool, TargetPlan
 from gpustack.render.common import metadata, object_labels
 
 PRIORITY_CONFIGMAP = "cluster-autoscaler-priority-expander"
@@ -65,10 +65,12 @@ def priority_configmap(plan: Plan, target: TargetPlan,
     groups = fallback_groups(target.pools)
     if mechanism is None or mechanism.kind != PRIORITY_EXPANDER or not groups:
         return None
+    regex: Callable[[Pool], str]
     if mechanism.node_group is not None:
-        regex = lambda pool: node_group_regex(mechanism, pool.cloud_name)  # noqa: E731
+        regex = lambda pool: node_group_regex(mechanism, pool.cloud_name)
     elif node_group_ids is not None:
-        regex = lambda pool: f"^{literal(node_group_ids[pool.name])}$"  # noqa: E731
+        ids = node_group_ids
+        regex = lambda pool: f"^{literal(ids[pool.name])}$"
     else:
         return None
     assert mechanism.namespace is not None  # the registry test checks every priority expander names one

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path as FilePath
-from typing import Any
+from typing import Any, cast
 
 from gpustack.catalog import Catalog, load_catalog, read_catalog_file
 from gpustack.clouds import CLOUDS
@@ -18,7 +18,7 @@ from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
 from gpustack.spec import units
 from gpustack.spec.model import (
     CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
-    Commitment, InstancePrice, Pricing, Replicas, Schedule, Spec, Target, Workload,
+    Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec, Target, Workload,
 )
 from gpustack.spec.reader import BAD, Reader
 from gpustack.spec.yamlsource import Document, Path, parse
@@ -389,10 +389,11 @@ class _SpecReader(Reader):
         if len(self.problems) > before:
             return BAD
         return Workload(
-            name=name, kind=kind, gpu=gpu.name, gpus=gpus, gpu_memory_gib=gpu_memory, mig=mig,
+            name=name, kind=cast(Kind, kind), gpu=gpu.name, gpus=gpus, gpu_memory_gib=gpu_memory, mig=mig,
             gpu_fraction=gpu_fraction, cpu=cpu, memory_gib=memory, replicas=replicas, checkpointing=checkpointing,
             schedule=schedule, hours_per_month=hours, runs_per_month=runs, requests_per_hour=requests,
-            labels=labels, capacity=capacity, sharing=sharing, namespace=namespace, index=index, instance_types=pins,
+            labels=labels, capacity=cast(Capacity | None, capacity), sharing=cast(SharingMode | None, sharing),
+            namespace=namespace, index=index, instance_types=pins,
             burst_share=burst_share,
             disk_gib=disk,
         )
@@ -556,6 +557,7 @@ class _SpecReader(Reader):
                 chosen = tuple(n for n in workload_names if n in picked)
         if len(self.problems) > before:
             return BAD
+        assert cloud is not None  # a target without a known cloud has a problem
         return Target(name, cloud.name, region, cluster, settings, chosen, index)
 
     def settings(self, path: Path, value: Any, cloud: Any) -> Any:

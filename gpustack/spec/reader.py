@@ -105,7 +105,7 @@ class Reader:
     # -- scalars ------------------------------------------------------------------------------
     def string(self, path: Path, value: Any, *, pattern: re.Pattern[str] | None = None,
                rule: str = "", max_len: int | None = None) -> str | Any:
-        if not isinstance(value, str) or isinstance(value, bool):
+        if not isinstance(value, str):
             return self.problem(path, f"expected a string, got {type_name(value)} {show(value)}")
         if max_len is not None and len(value) > max_len:
             return self.problem(path, f"{show(value)} is {len(value)} characters; at most {max_len} allowed")
@@ -127,9 +127,12 @@ class Reader:
         if isinstance(value, str) and value in aliases:
             return aliases[value]
         every = choices + tuple(aliases)
-        return self.problem(path, f"{show(value)} is not allowed{did_you_mean(value, every)}; "
-                                  f"allowed: {one_of(choices)}"
-                                  + (f" (aliases: {one_of(f'{a}={t}' for a, t in aliases.items())})" if aliases else ""))
+        return self.problem(
+            path,
+            f"{show(value)} is not allowed{did_you_mean(value, every)}; "
+            f"allowed: {one_of(choices)}"
+            + (f" (aliases: {one_of(f'{a}={t}' for a, t in aliases.items())})" if aliases else ""),
+        )
 
     def boolean(self, path: Path, value: Any) -> bool | Any:
         if isinstance(value, bool):

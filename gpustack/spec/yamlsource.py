@@ -229,7 +229,7 @@ def _merged_pairs(node: yaml.MappingNode, file: str, depth: int) -> list[tuple[y
     if len(merges) > 1:
         raise _fail(file, merges[1][0].start_mark, "duplicate merge key '<<'; merge several mappings with one: "
                                                    "<<: [*first, *second]")
-    for key_node, value_node in merges:
+    for _, value_node in merges:
         sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
         for source in sources:
             if not isinstance(source, yaml.MappingNode) or source.tag != "tag:yaml.org,2002:map":

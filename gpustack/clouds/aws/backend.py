@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -33,7 +34,7 @@ NODE_POLICIES = {
 
 def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
     settings = dict(target.settings)
-    subnet_ids = [str(s) for s in settings["subnet_ids"]]  # type: ignore[union-attr]
+    subnet_ids = [str(s) for s in cast("list[object]", settings["subnet_ids"])]
     role_arn, role_ready = _node_role(target, plan, settings.get("node_role_arn")) if target.pools else ("", [])
     cloud = CLOUDS.get(target.cloud)
     existing = aws.eks.get_node_groups_output(cluster_name=target.cluster).names if target.pools else None
@@ -61,7 +62,7 @@ def _node_role(target: TargetPlan, plan: Plan, arn: object) -> tuple[pulumi.Inpu
     attachments = [
         aws.iam.RolePolicyAttachment(
             f"{target.name}-node-role-{short}", role=role.name,
-            policy_arn=partition.partition.apply(lambda p, policy=policy: f"arn:{p}:iam::aws:policy/{policy}"))
+            policy_arn=partition.partition.apply(_managed_policy_arn(policy)))
         for short, policy in NODE_POLICIES.items()
     ]
     return role.arn, [role, *attachments]

@@ -38,8 +38,8 @@ AMI_TYPES = frozenset({
 _X86_NVIDIA = ("p6-b300", "p6-b200", "p5", "p5e", "p5en", "p4d", "p4de", "p3", "p3dn",
                "g7e", "gr6", "g6", "g6e", "g6f", "gr6f", "g5", "g4dn")
 _ARM_NVIDIA = ("g5g", "p6e-gb200", "p6e-gb300")
-NVIDIA_AMI_TYPE_BY_FAMILY = {**{f: "AL2023_x86_64_NVIDIA" for f in _X86_NVIDIA},
-                             **{f: "AL2023_ARM_64_NVIDIA" for f in _ARM_NVIDIA}}
+NVIDIA_AMI_TYPE_BY_FAMILY = {**dict.fromkeys(_X86_NVIDIA, "AL2023_x86_64_NVIDIA"),
+                             **dict.fromkeys(_ARM_NVIDIA, "AL2023_ARM_64_NVIDIA")}
 
 # Taint effects (_TAINT_API), from the Kubernetes spelling the plan uses.
 TAINT_EFFECTS = frozenset({"NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE"})
@@ -124,7 +124,7 @@ def taint_effect(effect: str) -> str | None:
     return _TAINT_EFFECT.get(effect)
 
 
-def pool_enums(pool: "Pool") -> list[EnumValue]:
+def pool_enums(pool: Pool) -> list[EnumValue]:
     """Every enum string the EKS backend sends for `pool`."""
     values = [
         EnumValue("capacity_type", f"capacity {pool.capacity!r}", capacity_type(pool.capacity), CAPACITY_TYPES),
@@ -238,7 +238,7 @@ class EKS(Cloud):
         "settings.node_role_arn": f"node_role_arn is ForceNew ({_FORCENEW_NODE_GROUP})",
     }
 
-    def check_pool(self, pool: "Pool") -> list[str]:
+    def check_pool(self, pool: Pool) -> list[str]:
         problems = super().check_pool(pool) + enum_problems(self.display_name, pool_enums(pool))
         problems += [f"node-template tag {key!r} is longer than EKS's {MAX_TAG_KEY} characters"
                      for key in node_template_tags(pool) if len(key) > MAX_TAG_KEY]

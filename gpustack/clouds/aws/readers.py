@@ -21,7 +21,7 @@ from gpustack.guardrails.view import ON_DEMAND, RESERVED, SPOT
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 SCHEDULE = "aws:autoscaling/schedule:Schedule"
-_EFFECTS = {facts.taint_effect(effect): effect for effect in TAINT_EFFECTS.values}
+_EFFECTS = {str(facts.taint_effect(effect)): effect for effect in TAINT_EFFECTS.values}
 _CAPACITIES = {"SPOT": SPOT, "CAPACITY_BLOCK": RESERVED}
 
 

@@ -104,12 +104,12 @@ def gpu_instance_profile(shape_key: str) -> str | None:
     return _MIG_KEYS.get(shape_key)
 
 
-def mig_profile_names(pool: "Pool") -> tuple[str, ...]:
+def mig_profile_names(pool: Pool) -> tuple[str, ...]:
     """The MIG profiles a pool's GPUs are partitioned into (one on AKS)."""
     return tuple(sorted({profile for group in pool.sharing.mig for profile, _ in group.layout}))
 
 
-def agent_pool_enums(pool: "Pool") -> dict[str, str | None]:
+def agent_pool_enums(pool: Pool) -> dict[str, str | None]:
     """Every enum field of the pool's AgentPool, by its SDK argument name (`gpu_driver`: gpu_profile.driver)."""
     spot = pool.capacity == "spot"
     values: dict[str, str | None] = {
@@ -193,7 +193,7 @@ class AKS(Cloud):
     image_has_gpu_driver = True
     image_has_container_toolkit = True
 
-    def target_notes(self, settings: "Mapping[str, object]") -> list[str]:
+    def target_notes(self, settings: Mapping[str, object]) -> list[str]:
         del settings
         return ["GPU driver: AKS installs the NVIDIA driver on every GPU pool (gpuProfile.driver: Install) and its "
                 "node images carry the container toolkit, so the GPU Operator runs with driver.enabled and "
@@ -203,7 +203,7 @@ class AKS(Cloud):
                 "when it provisions a node. The driver moves with the AKS node image (az aks nodepool upgrade "
                 "--node-image-only)."]
 
-    def capacity_refusal(self, row: "InstanceType", capacity: str) -> str | None:
+    def capacity_refusal(self, row: InstanceType, capacity: str) -> str | None:
         if capacity == "reserved":
             return acceptance.reservation_refusal(row.name)
         if capacity == "spot":
@@ -219,7 +219,7 @@ class AKS(Cloud):
         smallest_one = min(ones, key=_memory_gb) if ones else None
         return tuple(p for p in plain if _shape_of(p) != "1g" or p == smallest_one)
 
-    def check_pool(self, pool: "Pool") -> list[str]:
+    def check_pool(self, pool: Pool) -> list[str]:
         problems = super().check_pool(pool)
         profiles = mig_profile_names(pool)
         if len(profiles) > 1:

@@ -25,7 +25,7 @@ GPU_ZONES_SOURCE = "https://cloud.google.com/compute/docs/gpus/gpu-regions-zones
 
 def _zones(text: str) -> frozenset[str]:
     """'us-central1-a/b/c, us-east1-b' -> {us-central1-a, us-central1-b, us-central1-c, us-east1-b}"""
-    zones = set()
+    zones: set[str] = set()
     for item in text.split(","):
         region, letters = item.strip().rsplit("-", 1)
         zones.update(f"{region}-{letter}" for letter in letters.split("/"))

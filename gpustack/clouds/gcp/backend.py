@@ -80,16 +80,20 @@ def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> 
         node_locations=zones or None,
         initial_node_count=math.ceil(pool.min_nodes / len(zones)) if pool.min_nodes and zones else None,
         autoscaling=gcp.container.NodePoolAutoscalingArgs(
-            total_min_node_count=pool.min_nodes, total_max_node_count=pool.max_nodes,
-            location_policy=gke.SPOT_LOCATION_POLICY if pool.capacity == "spot" else None),
+            total_min_node_count=pool.min_nodes,
+            total_max_node_count=pool.max_nodes,
+            location_policy=gke.SPOT_LOCATION_POLICY if pool.capacity == "spot" else None,
+        ),
         node_config=gcp.container.NodePoolNodeConfigArgs(
             machine_type=pool.instance_type,
             disk_size_gb=pool.disk_gib,
             spot=True if pool.capacity == "spot" else None,
             labels=dict(pool.labels),
             resource_labels=gke.resource_labels(pool),
-            taints=[gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=gke.taint_effect(t.effect))
-                    for t in pool.taints],
+            taints=[
+                gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=gke.taint_effect(t.effect))
+                for t in pool.taints
+            ],
             guest_accelerators=[_accelerator(pool, accelerator)],
             reservation_affinity=reservation_affinity),
         # A floor's nodes are recreated one at a time inside its reservation, never surged beyond it.

@@ -106,13 +106,13 @@ def taint_effect(effect: str) -> str | None:
     return _TAINT_EFFECT.get(effect)
 
 
-def partition_size(pool: "Pool") -> str | None:
+def partition_size(pool: Pool) -> str | None:
     """The one MIG profile GKE cuts every GPU of a MIG pool into (None when not exactly one)."""
     profiles = {profile for group in pool.sharing.mig for profile, _ in group.layout}
     return profiles.pop() if len(profiles) == 1 else None
 
 
-def resource_labels(pool: "Pool") -> dict[str, str]:
+def resource_labels(pool: Pool) -> dict[str, str]:
     """The pool's attribution labels, as Compute Engine labels on its VMs (checked by `check_pool`)."""
     return pool.attribution
 
@@ -123,7 +123,7 @@ def reservation_name(cluster: str, pool_cloud_name: str) -> str:
     return RESERVATION_NAMES.make(f"{cluster}/{pool_cloud_name}", f"{cluster_name}-{pool_cloud_name}")
 
 
-def pool_enums(pool: "Pool") -> list[EnumValue]:
+def pool_enums(pool: Pool) -> list[EnumValue]:
     """Every enum string the GKE backend sends for `pool`."""
     values = [
         EnumValue("guest_accelerators.type", f"GPU {pool.gpu!r} on {pool.instance_type!r}",
@@ -243,7 +243,7 @@ class GKE(Cloud):
     single_zone_floor = ("GKE reservations are zonal, and one zone of settings.node_locations offers the pool's GPU; "
                          "add another zone that offers it to spread the floor, one reservation per zone")
 
-    def capacity_refusal(self, row: "InstanceType", capacity: str) -> str | None:
+    def capacity_refusal(self, row: InstanceType, capacity: str) -> str | None:
         return acceptance.capacity_refusal(row.name, capacity) or super().capacity_refusal(row, capacity)
 
     def zone_problems(self, region: str, zones: tuple[str, ...]) -> list[str]:
@@ -298,7 +298,7 @@ class GKE(Cloud):
         "settings.project": f"project is ForceNew ({_FORCENEW_NODE_POOL})",
     }
 
-    def check_pool(self, pool: "Pool") -> list[str]:
+    def check_pool(self, pool: Pool) -> list[str]:
         problems = super().check_pool(pool) + enum_problems(self.display_name, pool_enums(pool))
         replicas = pool.sharing.replicas
         if pool.sharing.mode in _SHARING_STRATEGY and not (

@@ -20,7 +20,7 @@ from gpustack.guardrails.reading import (
 from gpustack.guardrails.view import ON_DEMAND, RESERVED, SPOT
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
-_EFFECTS = {facts.taint_effect(effect): effect for effect in TAINT_EFFECTS.values}
+_EFFECTS = {str(facts.taint_effect(effect)): effect for effect in TAINT_EFFECTS.values}
 
 
 def read_node_pool(r: Reader) -> Fields:

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_oci as oci
@@ -66,7 +66,7 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
                                                                   compartment_id=compartment)
         image = options.sources.apply(lambda sources: gpu_image(sources, cluster.kubernetes_version))
     if settings.get("availability_domains"):
-        domains = pulumi.Output.from_input(sorted(settings["availability_domains"]))  # type: ignore[arg-type]
+        domains = pulumi.Output.from_input(sorted(str(d) for d in cast("list[object]", settings["availability_domains"])))
     else:
         found = oci.identity.get_availability_domains_output(compartment_id=compartment)
         domains = found.availability_domains.apply(lambda ads: sorted(ad["name"] for ad in ads))
@@ -118,7 +118,7 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
             f"{pool.name}-reservation", compartment_id=where.compartment_id, availability_domain=domain,
             display_name=pool.cloud_name, is_default_reservation=False, freeform_tags=tags,
             instance_reservation_configs=[oci.core.ComputeCapacityReservationInstanceReservationConfigArgs(
-                instance_shape=pool.instance_type, reserved_count=pool.reserved_nodes)],
+                instance_shape=pool.instance_type, reserved_count=str(pool.reserved_nodes))],
             opts=opts)
         placements: pulumi.Input[Sequence[Any]] = pulumi.Output.all(domain, reservation.id).apply(
             lambda a: [_placement(where.subnet_id, a[0], capacity_reservation_id=a[1])])
@@ -165,7 +165,7 @@ def _placement(subnet_id: str, domain: str, *, preemptible: bool = False, capaci
     preemptible_config = None
     if preemptible:  # never together with a reservation: preemptible capacity cannot use one
         preemptible_config = oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigArgs(
-            preemption_action=oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigPreemptionActionArgs(  # noqa: E501
+            preemption_action=oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigPreemptionActionArgs(
                 type=facts.PREEMPTION_ACTION, is_preserve_boot_volume=False))
     return oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
         availability_domain=domain, subnet_id=subnet_id, capacity_reservation_id=capacity_reservation_id,
@@ -197,7 +197,7 @@ def gpu_image(sources: Sequence[Mapping[str, Any]], kubernetes_version: str) -> 
     if not fits:
         raise pulumi.RunError(f"gpustack: no x86 GPU node image for Kubernetes {kubernetes_version} among the "
                               "cluster's node-pool options; set settings.image_id to an OKE GPU image OCID")
-    return max(fits, key=lambda s: (_image_date(s["source_name"]), s["source_name"]))["image_id"]
+    return str(max(fits, key=lambda s: (_image_date(s["source_name"]), s["source_name"]))["image_id"])
 
 
 def _image_date(name: str) -> tuple[int, ...]:

@@ -58,7 +58,7 @@ def register_with_taints(pool: "Pool") -> str:
     return "--register-with-taints=" + ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints)
 
 
-def node_pool_enums(pool: "Pool") -> dict[str, str | None]:
+def node_pool_enums(pool: Pool) -> dict[str, str | None]:
     """Every enum string of the pool's NodePool (and of the target's autoscaler add-on)."""
     values: dict[str, str | None] = {"node_source_type": NODE_SOURCE_TYPE, "autoscaler_auth_type": AUTOSCALER_AUTH_TYPE}
     if pool.capacity == "spot":
@@ -138,7 +138,7 @@ class OKE(Cloud):
                          "floor in the first one; reserve per domain by hand to spread it "
                          "(https://docs.oracle.com/en-us/iaas/Content/Compute/Tasks/reserve-capacity.htm)")
 
-    def target_notes(self, settings: "Mapping[str, object]") -> list[str]:
+    def target_notes(self, settings: Mapping[str, object]) -> list[str]:
         if settings.get("cluster_autoscaler", "addon") != "addon":
             return []
         return [f"OKE's Cluster Autoscaler add-on runs only on an enhanced cluster ({CLUSTER_TYPES_SOURCE}): the Pulumi "
@@ -168,7 +168,7 @@ class OKE(Cloud):
         "settings.compartment_id": f"compartment_id is ForceNew ({_FORCENEW_NODE_POOL})",
     }
 
-    def check_pool(self, pool: "Pool") -> list[str]:
+    def check_pool(self, pool: Pool) -> list[str]:
         problems = super().check_pool(pool)
         if pool.capacity == "spot" and (reason := self.spot_available(pool.instance_type)):
             problems.append(f"a preemptible pool cannot use {pool.instance_type}: {reason}")

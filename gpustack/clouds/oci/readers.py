@@ -41,7 +41,7 @@ def read_node_pool(r: Reader) -> Fields:
         instance_type=shape,
         capacities=frozenset() if "capacities" in r.unknown else frozenset(capacities),
         labels=None if "labels" in r.unknown else
-        {str(x.get("key")): x.get("value") for x in labels or () if isinstance(x, Mapping)},
+        {str(x.get("key")): str(x.get("value")) for x in labels or () if isinstance(x, Mapping)},
         taints=None if "taints" in r.unknown else _cloud_init_taints(r.get("nodeMetadata.user_data", "taints")),
         # The pool holds no autoscaling bounds: its size is what it runs, unless the cluster autoscaler
         # add-on of the same stack bounds it (`read_addon_bounds`).
