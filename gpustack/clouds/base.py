@@ -255,7 +255,7 @@ class Cloud:
             return None
         return self.gpu_label, "nvidia-" + re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-")
 
-    def template_gap(self, pool: "Pool") -> str | None:
+    def template_gap(self, pool: Pool) -> str | None:
         """What the autoscaler gets wrong about a pool at zero because the cloud cannot be told better."""
         shape_only = (("nvidia.com/gpu", pool.gpus_per_node),)
         if self.template_resources_gap is None or pool.node_offers == shape_only:

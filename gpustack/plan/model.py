@@ -105,7 +105,8 @@ class FloorUpgrade:
     headroom_monthly_usd: float
     default_surge_nodes: int  # what the cloud's default settings would surge
     default_headroom_monthly_usd: float  # reserving for that surge instead
-    settings: Pairs  # the cloud's own fields and values, e.g. (("updateStrategy", "MINIMAL"), ...)
+    # The cloud's own fields and values (SDK argument names), e.g. (("max_surge", "0"), ("drain_timeout_in_minutes", 30)).
+    settings: tuple[tuple[str, Any], ...]
     source: str
 
 

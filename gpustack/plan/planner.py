@@ -199,7 +199,7 @@ class _TargetPlanner:
         if pinned:
             fitting = fitting_rows(self.rows, gpu, ask, self.cloud)
             types = sorted(r.name for r, _ in fitting if self.cloud.capacity_refusal(r, capacity) is None)
-            field_path: tuple[str | int, ...] = ("workloads", workload.index, "instance_types",
+            field_path = ("workloads", workload.index, "instance_types",
                           pinned_key(self.spec.source, workload.index, self.target.cloud))
             what = f"the pinned {pinned}"
             instead = (f"pin a type it accepts on {capacity} ({', '.join(types)})" if types

@@ -113,10 +113,9 @@ def pools(cloud: str, region: str, cluster: str, resources: Sequence[Any], objec
         inputs = resource["inputs"]
         row = load_catalog().instance(cloud, region, _instance(cloud, inputs))
         assert row is not None, _instance(cloud, inputs)
-        template = {"aws": lambda: templates.eks_template(resource, cluster, row),
-                    "azure": lambda: templates.aks_template(resource, row),
-                    "gcp": lambda: templates.gke_template(resource, row),
-                    "oci": lambda: templates.oke_template(resource, row)}[cloud]()
+        builders = {"aws": lambda r, i: templates.eks_template(r, cluster, i), "azure": templates.aks_template,
+                    "gcp": templates.gke_template, "oci": templates.oke_template}
+        template = builders[cloud](resource, row)
         template = templates.with_daemonsets(template)
         offered = devices.advertised(cloud, resource, row, objects, operator_values)
         cpu, memory_gib = allocatable_cpu_memory(row.vcpus, row.memory_gib, CLOUDS.get(cloud).kubelet_reservation,
@@ -148,7 +147,7 @@ _RESERVATIONS = {
     "azure-native:compute:CapacityReservation": lambda i: i["sku"]["capacity"],
     "gcp:compute/reservation:Reservation": lambda i: i["specificReservation"]["count"],
     "oci:Core/computeCapacityReservation:ComputeCapacityReservation":
-        lambda i: sum(c["reservedCount"] for c in i["instanceReservationConfigs"]),
+        lambda i: sum(int(c["reservedCount"]) for c in i["instanceReservationConfigs"]),
 }
 
 

@@ -68,6 +68,11 @@ def _node_role(target: TargetPlan, plan: Plan, arn: object) -> tuple[pulumi.Inpu
     return role.arn, [role, *attachments]
 
 
+def _managed_policy_arn(policy: str) -> Callable[[str], str]:
+    """The ARN of an AWS managed policy in a partition (aws, aws-cn, aws-us-gov)."""
+    return lambda partition: f"arn:{partition}:iam::aws:policy/{policy}"
+
+
 def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[str]]) -> pulumi.Output[int]:
     """The desired size to send: the live one, kept inside the new bounds, or the floor for a new group.
 

@@ -96,14 +96,14 @@ NODE_TEMPLATE_RESOURCES = "k8s.io/cluster-autoscaler/node-template/resources/"
 MAX_TAG_KEY = 128
 
 
-def node_template_tags(pool: "Pool") -> dict[str, str]:
+def node_template_tags(pool: Pool) -> dict[str, str]:
     """The node group tags that tell the autoscaler what one node of `pool` offers: its allocatable cpu
     and memory (else the template promises the instance's full capacity) and its extended resources."""
     offers = [*pool.node_allocatable, *((name, str(count)) for name, count in pool.node_offers)]
     return {f"{NODE_TEMPLATE_RESOURCES}{name}": value for name, value in offers}
 
 
-def node_labels(pool: "Pool") -> dict[str, str]:
+def node_labels(pool: Pool) -> dict[str, str]:
     """The node group's labels: the plan's, and the GPU label the autoscaler waits on."""
     return {**dict(pool.labels), **dict(pool.autoscaler_labels)}
 

@@ -85,7 +85,7 @@ def _tag_key(key: str) -> str:
     return key.replace("_", "~2").replace("/", "_")
 
 
-def node_template_tags(pool: "Pool") -> dict[str, str]:
+def node_template_tags(pool: Pool) -> dict[str, str]:
     """Agent pool tags that show the autoscaler a node of `pool` at zero: labels, taints, resources."""
     tags = {f"{TEMPLATE_LABEL_TAG}{_tag_key(k)}": v for k, v in pool.labels}
     tags[f"{TEMPLATE_LABEL_TAG}{_tag_key(GPU_LABEL)}"] = GPU_LABEL_VALUE
@@ -95,7 +95,7 @@ def node_template_tags(pool: "Pool") -> dict[str, str]:
     return tags
 
 
-def agent_pool_tags(pool: "Pool") -> dict[str, str]:
+def agent_pool_tags(pool: Pool) -> dict[str, str]:
     return {**pool.attribution, **node_template_tags(pool)}
 
 

@@ -54,7 +54,7 @@ GROW_ROOT_FILESYSTEM = "/usr/libexec/oci-growfs -y"
 KUBELET_EXTRA_ARGS = "kubelet-extra-args"
 
 
-def register_with_taints(pool: "Pool") -> str:
+def register_with_taints(pool: Pool) -> str:
     return "--register-with-taints=" + ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints)
 
 
