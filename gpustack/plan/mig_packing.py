@@ -19,6 +19,7 @@ and the packing is reported as heuristic with its gap to the lower bound.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -337,7 +338,7 @@ def _node_hours(items: Sequence[Item], names: tuple[str, ...], capacity: Counts,
         steps.append(runs)
     cuts = sorted({0, nodes} | {k for runs in steps for a, b, _ in runs for k in (a, b) if k <= nodes})
     total, at = 0.0, [0] * len(steps)
-    for a, b in zip(cuts, cuts[1:]):  # runs are in node order: one pointer per profile
+    for a, b in itertools.pairwise(cuts):  # runs are in node order: one pointer per profile
         longest = 0.0
         for p, runs in enumerate(steps):
             while at[p] < len(runs) and runs[at[p]][1] <= a:
