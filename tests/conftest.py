@@ -37,12 +37,36 @@ def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 
 
+_WRITTEN: set[Path] = set()  # golden files written by this run (`make golden`)
+_IN_GOLDEN_TEST = [False]
+
+
+@pytest.fixture(autouse=True)
+def _golden_marker(request: pytest.FixtureRequest):
+    """Golden files are compared only by tests marked `golden`, so `make golden` (which runs those and
+    prunes every file they did not write) rewrites the folder wholesale."""
+    _IN_GOLDEN_TEST[0] = request.node.get_closest_marker("golden") is not None
+    yield
+    _IN_GOLDEN_TEST[0] = False
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get("GPUSTACK_GOLDEN_PRUNE") and os.environ.get("GPUSTACK_UPDATE_GOLDEN") and exitstatus == 0:
+        for stale in sorted(p for p in GOLDEN.rglob("*") if p.is_file() and p not in _WRITTEN):
+            stale.unlink()
+        for folder in sorted((p for p in GOLDEN.rglob("*") if p.is_dir()), reverse=True):
+            if not any(folder.iterdir()):
+                folder.rmdir()
+
+
 def assert_golden(name: str, text: str) -> None:
     """Compare `text` with tests/golden/<name>; `make golden` rewrites the files."""
+    assert _IN_GOLDEN_TEST[0], "a test that compares golden files is marked @pytest.mark.golden"
     path = GOLDEN / name
     if os.environ.get("GPUSTACK_UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+        _WRITTEN.add(path)
         return
     assert path.exists(), f"no golden file {path.relative_to(ROOT)}: run `make golden` and review it"
     expected = path.read_text(encoding="utf-8")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -219,16 +218,18 @@ def test_every_cloud_has_an_example_target():
     assert set(examples) == set(CLOUDS.names())
 
 
-@pytest.mark.golden
 def test_pulumi_new_template_is_the_rendered_project():
     """templates/pulumi/gpustack is `gpustack new` for every cloud, as a `pulumi new` template
-    (`make golden` rewrites it)."""
+    (`make templates` rewrites it)."""
     files = _project.render_pulumi_template()
-    if os.environ.get("GPUSTACK_UPDATE_GOLDEN"):
-        for relative, text in files.items():
-            (PULUMI_TEMPLATE / relative).parent.mkdir(parents=True, exist_ok=True)
-            (PULUMI_TEMPLATE / relative).write_text(text, encoding="utf-8")
-    assert {k: v.encode() for k, v in files.items()} == tree(PULUMI_TEMPLATE)
+    assert {k: v.encode() for k, v in files.items()} == tree(PULUMI_TEMPLATE), "run `make templates`"
+
+
+def test_writing_the_template_drops_stale_files(tmp_path):
+    (tmp_path / "old" / "gone.txt").parent.mkdir()
+    (tmp_path / "old" / "gone.txt").write_text("stale")
+    _project.write_pulumi_template(tmp_path)
+    assert tree(tmp_path) == {k: v.encode() for k, v in _project.render_pulumi_template().items()}
 
 
 def test_pulumi_new_template_has_a_template_block():

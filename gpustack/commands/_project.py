@@ -151,6 +151,20 @@ def render_pulumi_template() -> dict[str, str]:
     return render_project("gpu-platform", CLOUDS.names(), pulumi_template=True)
 
 
+def write_pulumi_template(root: Path) -> None:
+    """Rewrite the shipped `pulumi new` template under `root` wholesale (`make templates`): files the
+    project no longer has go away."""
+    files = render_pulumi_template()
+    for stale in sorted(p for p in root.rglob("*") if p.is_file() and str(p.relative_to(root)) not in files):
+        stale.unlink()
+    for relative, text in files.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text, encoding="utf-8")
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+
+
 def _target(cloud: str, example: ExampleTarget) -> dict[str, Any]:
     settings = [f"{key}: {_flow(value)}" for key, value in example.settings.items()]
     return {"name": f"{cloud}-prod", "cloud": cloud, "region": example.region, "cluster": example.cluster,
