@@ -201,9 +201,9 @@ def annotate(pools: Sequence[Pool], cloud: Cloud
         if gap and pool.min_nodes == 0:
             warnings.append((pool.name, f"pool {pool.name!r}: {gap}"))
         elif pool.sharing.mode == "fractional" and pool.min_nodes == 0:
-            warnings.append((pool.name, f"pool {pool.name!r}: its pods ask for {HAMI_CORES_RESOURCE}, which no node "
-                                        "advertises (HAMi's scheduler accounts for it): the Cluster Autoscaler's "
-                                        "scheduling simulation (NodeResourcesFit) finds no node for them, so they "
-                                        "cannot start a node of a pool at zero; keep a floor of one node"))
+            warnings.append((pool.name, (f"pool {pool.name!r}: its pods ask for {HAMI_CORES_RESOURCE}, which no node "
+                                         "advertises (HAMi's scheduler accounts for it): the Cluster Autoscaler's "
+                                         "scheduling simulation (NodeResourcesFit) finds no node for them, so they "
+                                         "cannot start a node of a pool at zero; keep a floor of one node")))
         out.append(pool)
     return tuple(out), pod_requests(out, cloud), warnings

@@ -12,6 +12,7 @@ from typing import Any
 from cloudsim import devices, templates, upgrades
 from cloudsim.kube import Node, Pod, Taint, quantity
 from gpustack.catalog import InstanceType, load_catalog
+
 # A running node's allocatable CPU and memory: what the cloud's node image reserves (the cloud's
 # kubelet_reservation, data with its source) less the GPU daemons' allowance (gpustack/plan/nodes.py);
 # templates at zero use the instance's capacity instead (aws_manager.go: "TODO: use proper allocatable!!").
@@ -101,6 +102,16 @@ def _oke_bounds(resources: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, 
     return out
 
 
+def _template(cloud: str, resource: Mapping[str, Any], cluster: str, row: InstanceType) -> Node:
+    if cloud == "aws":
+        return templates.eks_template(resource, cluster, row)
+    if cloud == "azure":
+        return templates.aks_template(resource, row)
+    if cloud == "gcp":
+        return templates.gke_template(resource, row)
+    return templates.oke_template(resource, row)
+
+
 def pools(cloud: str, region: str, cluster: str, resources: Sequence[Any], objects: Sequence[Mapping[str, Any]] = (),
           operator_values: Mapping[str, Any] | None = None) -> dict[str, SimPool]:
     """Every declared node pool of the target, by the plan pool (component) it belongs to."""
@@ -113,10 +124,7 @@ def pools(cloud: str, region: str, cluster: str, resources: Sequence[Any], objec
         inputs = resource["inputs"]
         row = load_catalog().instance(cloud, region, _instance(cloud, inputs))
         assert row is not None, _instance(cloud, inputs)
-        builders = {"aws": lambda r, i: templates.eks_template(r, cluster, i), "azure": templates.aks_template,
-                    "gcp": templates.gke_template, "oci": templates.oke_template}
-        template = builders[cloud](resource, row)
-        template = templates.with_daemonsets(template)
+        template = templates.with_daemonsets(_template(cloud, resource, cluster, row))
         offered = devices.advertised(cloud, resource, row, objects, operator_values)
         cpu, memory_gib = allocatable_cpu_memory(row.vcpus, row.memory_gib, CLOUDS.get(cloud).kubelet_reservation,
                                                  row.name)
