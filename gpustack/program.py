@@ -1,7 +1,8 @@
 """The Pulumi program: `gpustack.program.main()` declares every resource of one target.
 
 It reads two Pulumi config keys, compiles the spec to a plan exactly as `gpustack plan` does, and
-hands the target to its cloud's backend (the `backend` module of the cloud's bundle). The
+hands the target to the backend of its provisioner (a module of the cloud's bundle) with a
+`DeployContext` (the Kubernetes provider, when the in-cluster layer is declared). The
 provider SDKs are imported only here and below.
 
     gpustack:spec    path of the spec, relative to the Pulumi project (e.g. stacks/gpustack.yaml)
@@ -14,10 +15,11 @@ provider SDKs are imported only here and below.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 import pulumi
 
+from gpustack.backends.base import POOL_ID, Backend, DeployContext
 from gpustack.clouds import CLOUDS
 from gpustack.errors import SpecError
 from gpustack.plan import Plan, build_plan
@@ -40,10 +42,15 @@ def compile_target(spec_path: str, target_name: str) -> tuple[Plan, TargetPlan]:
 def main() -> None:
     config = pulumi.Config("gpustack")
     plan, target = compile_target(config.require("spec"), config.require("target"))
-    backend = CLOUDS.get(target.cloud).part("backend")
-    pools = backend.declare(target, plan)
-    # OKE's priority-expander ConfigMap names the node pools by id, known only from the backend.
-    declare_in_cluster(config, target, plan, {name: c.outputs.get("id") for name, c in pools.items()})
+    context = deploy_context(config)
+    cloud = CLOUDS.get(target.cloud)
+    backend = cast(Backend, cloud.part(cloud.provisioner(target.provisioner).backend))
+    pools = backend.declare(target, plan, context)
+    if context.kubernetes is not None:
+        from gpustack.backends import kubernetes
+
+        # A priority-expander ConfigMap may name the node pools by id, known only from the backend.
+        kubernetes.declare(target, plan, context.kubernetes, {name: c.outputs[POOL_ID] for name, c in pools.items()})
     pulumi.export("target", target.name)
     pulumi.export("cloud", target.cloud)
     pulumi.export("pools", {name: component.outputs for name, component in sorted(pools.items())})
@@ -52,14 +59,14 @@ def main() -> None:
     pulumi.export("estimated_monthly_cost_usd", round(target.cost.planned_monthly_usd, 2))
 
 
-def declare_in_cluster(config: pulumi.Config, target: TargetPlan, plan: Plan,
-                       node_group_ids: dict[str, Any] | None = None) -> None:
+def deploy_context(config: pulumi.Config) -> DeployContext:
+    """The Kubernetes provider of the in-cluster layer when gpustack:kubeconfig is set, else a message."""
     kubeconfig = config.get_secret("kubeconfig")
     if kubeconfig is None:
         pulumi.log.info("gpustack: gpustack:kubeconfig is not set, so the in-cluster layer (GPU Operator, "
                         "auto-stop CronJobs, idle-GPU alerts) is not declared; set it with `pulumi config set "
                         "--secret gpustack:kubeconfig ...`, or apply the output of `gpustack render`")
-        return
+        return DeployContext()
     from gpustack.backends import kubernetes
 
-    kubernetes.declare(target, plan, kubeconfig, node_group_ids)
+    return DeployContext(kubernetes.provider(kubeconfig))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+from types import SimpleNamespace
 
 import jsonschema
 import pytest
@@ -14,13 +15,26 @@ from conftest import EXAMPLE, TARGETS, spec_text
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.base import COMPUTE_CLASS, PRIORITY_EXPANDER
 from gpustack.plan import build_plan
-from gpustack.plan.fallback import fallback_groups
+from gpustack.plan import fallback
 from gpustack.render import in_cluster
 from gpustack.render.autoscaling import (FALLBACK_PRIORITY, OTHER_NODE_GROUPS, OTHER_PRIORITY, PRIORITY_CONFIGMAP,
                                          SPOT_PRIORITY, literal, priority_configmap)
 from gpustack.spec import load_spec, load_text
 from gpustack.testing import run_program
 from test_render import validate
+
+
+def fallback_groups(pools):
+    """The plan's fallback groups with their pools (the plan stores them by name)."""
+    by_name = {p.name: p for p in pools}
+    return [SimpleNamespace(name=g.name, spot=tuple(by_name[n] for n in g.spot),
+                            fallback=tuple(by_name[n] for n in g.fallback)) for g in fallback.fallback_groups(pools)]
+
+
+def test_the_plan_carries_its_fallback_groups():
+    for target in EXAMPLE_PLAN.targets:
+        assert target.fallback_groups == fallback.fallback_groups(target.pools)
+    assert any(t.fallback_groups for t in EXAMPLE_PLAN.targets)
 
 EXAMPLE_PLAN = build_plan(load_spec(EXAMPLE))
 # A fine-tuning GPU each cloud sells as spot on a VM shape.
@@ -57,7 +71,7 @@ def test_priority_configmap_ranks_the_spot_pool_above_its_fallback(target):
     assert SPOT_PRIORITY > FALLBACK_PRIORITY > OTHER_PRIORITY > 0  # the highest priority wins
     assert table[OTHER_PRIORITY] == [OTHER_NODE_GROUPS]
     [group] = fallback_groups(plan_target.pools)
-    mechanism = CLOUDS.get(plan_target.cloud).fallback_mechanism
+    mechanism = CLOUDS.get(plan_target.cloud).provisioner(plan_target.provisioner).fallback_mechanism
     for priority, pools in ((SPOT_PRIORITY, group.spot), (FALLBACK_PRIORITY, group.fallback)):
         assert len(table[priority]) == len(pools) == 1
         [regex] = table[priority]
@@ -75,13 +89,13 @@ def expander_choice(table: dict[int, list[str]], node_groups: list[str]) -> list
     return [g for g, p in ranked.items() if p == best]
 
 
-@pytest.mark.parametrize("cloud", [c.name for c in CLOUDS if c.fallback_mechanism and c.fallback_mechanism.node_group])
+@pytest.mark.parametrize("cloud", [c.name for c in CLOUDS if c.provisioner().fallback_mechanism and c.provisioner().fallback_mechanism.node_group])
 def test_the_regexes_pick_the_spot_node_group_and_only_its_own(cloud):
     # Two fine-tuning workloads on different GPUs: two groups, four pools, plus a node group of someone else.
     other_gpu = {"aws": "L4", "azure": "A100-80GB"}[cloud]
     plan = plan_for(cloud, tune(TUNE_GPU[cloud]), tune(other_gpu, "tune2"))
     target = plan.targets[0]
-    mechanism = CLOUDS.get(cloud).fallback_mechanism
+    mechanism = CLOUDS.get(cloud).provisioner().fallback_mechanism
     table = priorities(priority_configmap(plan, target))
     groups = fallback_groups(target.pools)
     assert len(groups) == 2
@@ -104,11 +118,11 @@ def test_the_regexes_pick_the_spot_node_group_and_only_its_own(cloud):
 def test_eks_and_aks_regexes_follow_the_documented_node_group_names():
     # EKS: the Auto Scaling group of a managed node group, eks-<node group name>-<uuid>; AKS: the scale set
     # aks-<agent pool name>-<number>-vmss.
-    eks = CLOUDS.get("aws").fallback_mechanism.node_group.replace("{pool}", literal("tune-a10g-spot-g5-xlarge"))
+    eks = CLOUDS.get("aws").provisioner().fallback_mechanism.node_group.replace("{pool}", literal("tune-a10g-spot-g5-xlarge"))
     assert matches(eks, "eks-tune-a10g-spot-g5-xlarge-40bbb26b-8679-eb64-d33a-4ba475413529")
     assert not matches(eks, "eks-40bbb26b-8679-eb64-d33a-4ba475413529")  # early node groups had no name in it
     assert not matches(eks, "tune-a10g-spot-g5-xlarge")  # the node group's own name is not the id
-    aks = CLOUDS.get("azure").fallback_mechanism.node_group.replace("{pool}", "fsa10abc123")
+    aks = CLOUDS.get("azure").provisioner().fallback_mechanism.node_group.replace("{pool}", "fsa10abc123")
     assert matches(aks, "aks-fsa10abc123-27324113-vmss")
     assert not matches(aks, "aks-fsa10abc123-27324113-vmss000000")  # a node, not the scale set
     assert not matches(aks, "fsa10abc123")
@@ -158,7 +172,7 @@ def test_compute_class_validates_against_the_published_schema():
 def test_every_cloud_validates_and_notes_what_makes_the_fallback_wait(cloud):
     plan = plan_for(cloud)
     target = plan.targets[0]
-    mechanism = CLOUDS.get(cloud).fallback_mechanism
+    mechanism = CLOUDS.get(cloud).provisioner().fallback_mechanism
     [group] = fallback_groups(target.pools)
     [note] = [n for n in target.notes if n.startswith("Fallback pool(s)")]
     assert all(p.cloud_name in note for p in group.spot + group.fallback)
@@ -186,7 +200,7 @@ def test_no_fallback_pool_no_objects_and_no_note():
 
 
 def test_a_cloud_without_a_mechanism_warns_that_the_fallback_may_start_as_often_as_spot(monkeypatch):
-    monkeypatch.setattr(CLOUDS.get("aws"), "fallback_mechanism", None)
+    monkeypatch.setattr(CLOUDS.get("aws").provisioner(), "fallback_mechanism", None)
     plan = plan_for("aws")
     target = plan.targets[0]
     [warning] = [w for w in target.warnings if w.code == "fallback-unordered"]

@@ -388,6 +388,6 @@ def test_replacement_is_flagged_once_per_stack_for_unprotected_pools(cloud, path
 
 
 def test_replacement_follows_the_clouds_data(monkeypatch):
-    monkeypatch.setattr(type(CLOUDS.get("oci")), "replacing_changes", {})
+    monkeypatch.setattr(type(CLOUDS.get("oci").provisioner()), "replacing_changes", {})
     token = TOKENS["oci"]
     assert validate_stack("node-pool-replacement", [resource(token, "p", RENDER["oci"](Pool()))]) == []

@@ -1,28 +1,64 @@
-"""The component every backend declares per pool, and small helpers shared by backends."""
+"""What every backend shares: its contract (`Backend`), what the program hands it (`DeployContext`),
+and the component it declares per pool (`GpuNodePool`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pulumi
 
-from gpustack.plan.model import Pool
+from gpustack.plan.model import Plan, Pool, TargetPlan
 
 Build = Callable[[Pool, pulumi.ResourceOptions], Mapping[str, Any]]
+# The output of every GpuNodePool that holds the cloud's id of the created node pool.
+POOL_ID = "node_pool_id"
+
+
+T = TypeVar("T")
+
+
+def checked(value: T | None) -> T:
+    """A compiled value planning checked (`Provisioner.check_pool` refuses a pool without it)."""
+    assert value is not None, "planning refuses a pool without this value; reaching here is a bug"
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class DeployContext:
+    """What the program knows beyond the plan: the Kubernetes provider of the in-cluster layer, when the
+    layer is declared (the `gpustack:kubeconfig` secret is set)."""
+
+    kubernetes: pulumi.ProviderResource | None = None
+
+    @property
+    def in_cluster(self) -> bool:
+        """Whether the in-cluster layer (GPU Operator, auto-stop, alerts, priority ConfigMap) is declared."""
+        return self.kubernetes is not None
+
+
+class Backend(Protocol):
+    """A provisioner's backend module (`Provisioner.backend` in the cloud's bundle)."""
+
+    def declare(self, target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
+        """One `GpuNodePool` per pool of the target (children parented to it), plus any target-wide
+        resources; every value comes from the plan, the enum strings from each pool's `compiled`."""
+        ...
 
 
 class GpuNodePool(pulumi.ComponentResource):
     """One planned pool: a `gpustack:<cloud>:GpuNodePool` with the cloud's resources as children.
 
     `build(pool, child_opts)` declares the children (each with `child_opts`, which parents them to
-    this component) and returns outputs such as the node pool's id; the component adds the pool's
-    cloud name, GPUs and estimated monthly cost and registers them.
+    this component) and returns outputs, the node pool's id under `POOL_ID` among them; the component
+    adds the pool's cloud name, GPUs and estimated monthly cost and registers them.
     """
 
     def __init__(self, cloud: str, pool: Pool, build: Build, opts: pulumi.ResourceOptions | None = None):
         super().__init__(f"gpustack:{cloud}:GpuNodePool", pool.name, None, opts)
         outputs: dict[str, Any] = dict(build(pool, pulumi.ResourceOptions(parent=self)))
+        assert POOL_ID in outputs, f"the backend of {cloud} gives no {POOL_ID} output"
         outputs.update(
             name=pool.cloud_name,
             kind=pool.kind,

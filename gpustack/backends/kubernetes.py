@@ -44,7 +44,12 @@ def resource_name(obj: dict[str, Any]) -> str:
     return f"{meta['namespace']}/{meta['name']}" if "namespace" in meta else meta["name"]
 
 
-def declare(target: TargetPlan, plan: Plan, kubeconfig: pulumi.Input[str],
+def provider(kubeconfig: pulumi.Input[str]) -> k8s.Provider:
+    """The Kubernetes provider every in-cluster object is declared with."""
+    return k8s.Provider(PROVIDER_NAME, kubeconfig=kubeconfig)
+
+
+def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
             node_group_ids: Mapping[str, pulumi.Input[str]] | None = None) -> dict[str, pulumi.Resource]:
     """Declare the target's in-cluster objects; returns them by `<kind>:<resource name>`.
 
@@ -52,7 +57,6 @@ def declare(target: TargetPlan, plan: Plan, kubeconfig: pulumi.Input[str],
     render` cannot write: the priority-expander ConfigMap where node groups are named by those ids (OKE).
     """
     rendered = in_cluster(plan, target)
-    provider = k8s.Provider(PROVIDER_NAME, kubeconfig=kubeconfig)
     declared: dict[str, pulumi.Resource] = {}
     namespaces: dict[str, pulumi.Resource] = {}
     in_namespace: dict[str, list[pulumi.Resource]] = {}
@@ -94,7 +98,7 @@ def _release(declared: dict[str, pulumi.Resource], release: HelmRelease, provide
 
 
 def _priority_configmap(target: TargetPlan, plan: Plan, node_group_ids: Mapping[str, pulumi.Input[str]],
-                        provider: k8s.Provider) -> pulumi.Resource:
+                        provider: pulumi.ProviderResource) -> pulumi.Resource:
     """The priority-expander ConfigMap built from the created pools' ids (the same dict as rendered)."""
     names = sorted(node_group_ids)
     built = pulumi.Output.all(*(node_group_ids[n] for n in names)).apply(

@@ -3,6 +3,7 @@
 A cloud is one bundle, the package `gpustack.clouds.<name>`, with one module per concern:
 
     facts.py    the `Cloud` subclass (registered), its enums and limits, each next to its source
+    <name>.py   each provisioner of `Cloud.provisioners` (`gpustack.clouds.provisioner`), e.g. managed.py
     backend.py  the Pulumi resources (imported only by the Pulumi program: the SDK lives there)
     readers.py  the guardrail readers: Pulumi resource props -> pool views, native schedules
     mocks.py    what the Pulumi mocks answer for this cloud's data sources and computed outputs
@@ -27,6 +28,7 @@ from gpustack.clouds.kubelet import TIERED, KubeletReservation
 
 if TYPE_CHECKING:  # the plan imports the clouds; the clouds only name the plan's types
     from gpustack.catalog import InstanceType
+    from gpustack.clouds.provisioner import Provisioner
     from gpustack.plan.model import Pool
 
 
@@ -207,13 +209,14 @@ class Cloud:
     # GPU Operator then installs neither); stated per cloud with its source.
     image_has_gpu_driver: ClassVar[bool]
     image_has_container_toolkit: ClassVar[bool]
-    # Labels and taints the cloud puts on spot nodes by itself; pools declare the taint too so the
-    # declared state matches what the nodes carry.
+    # Labels the cloud puts on spot nodes by itself (the spot taint is the provisioner's).
     spot_node_label: ClassVar[tuple[str, str] | None] = None
-    spot_taint: ClassVar[tuple[str, str, str] | None] = None  # (key, value, effect)
-    # Whether pools declare `spot_node_label` too: where the cloud's API reports the label on the pool,
+    # Whether spot pools declare `spot_node_label` too: where the cloud's API reports the label on the pool,
     # an undeclared one shows as drift on every refresh.
     declare_spot_label: ClassVar[bool] = False
+    # The provisioners a target may pick with settings.provisioner, the default first: each the
+    # module `<bundle>/<name>.py` (dashes as underscores) with PROVISIONER (`gpustack.clouds.provisioner`).
+    provisioners: ClassVar[tuple[str, ...]] = ("managed",)
     # Time-sliced clients per GPU the cloud's own sharing knob allows (None: no native knob).
     max_shared_clients_per_gpu: ClassVar[int | None] = None
     # Sharing modes the node pool itself configures (no NVIDIA device-plugin config needed).
@@ -222,12 +225,6 @@ class Cloud:
     native_mig_partitioning: ClassVar[bool] = False
     # A setting a target needs once it has a reserved pool: (name, why).
     reservation_needs: ClassVar[tuple[str, str] | None] = None
-    # Changes that make the cloud recreate a node pool that keeps its name (read by `gpustack diff`):
-    # plan field -> why, with the source. Fields: instance_type, gpu, gpus_per_node, capacity,
-    # sharing.mode, sharing.replicas, sharing.mig, labels, taints, cluster, settings.<name>.
-    replacing_changes: ClassVar[Mapping[str, str]] = {}
-    # How spot pools are preferred over their fallback pools (None: nothing known; the plan says so).
-    fallback_mechanism: ClassVar[FallbackMechanism | None] = None
     # What the kubelet of the default node image keeps of a node (gpustack.clouds.kubelet).
     kubelet_reservation: ClassVar[KubeletReservation] = TIERED
     # The root / boot volume sizes a node pool takes, GiB: (smallest, largest, source).
@@ -275,6 +272,29 @@ class Cloud:
     def part(self, name: str) -> ModuleType:
         """A module of the cloud's bundle (`backend`, `readers`, `mocks`), imported on first use."""
         return importlib.import_module(f"{self.bundle}.{name}")
+
+    @property
+    def default_provisioner(self) -> str:
+        return self.provisioners[0]
+
+    def provisioner(self, name: str | None = None) -> Provisioner:
+        """The provisioner called `name` (default: the cloud's default), made once per cloud."""
+        chosen = name or self.default_provisioner
+        if chosen not in self.provisioners:
+            raise KeyError(f"{self.display_name} has no provisioner {chosen!r}; known: {', '.join(self.provisioners)}")
+        made: dict[str, Provisioner] = self.__dict__.setdefault("_provisioners", {})
+        if chosen not in made:
+            made[chosen] = self.part(chosen.replace("-", "_")).PROVISIONER(self)
+        return made[chosen]
+
+    @property
+    def target_settings(self) -> tuple[Setting, ...]:
+        """The keys of a target's `settings` here: the cloud's own and `provisioner`."""
+        choice = Setting("provisioner", False, "string",
+                         f"how the node pools are provisioned (default {self.default_provisioner})",
+                         f"^({'|'.join(re.escape(p) for p in self.provisioners)})$",
+                         f"one of {', '.join(self.provisioners)}")
+        return (*self.settings, choice)
 
     def supports(self, feature: Feature) -> bool:
         return feature not in self.unsupported

@@ -4,8 +4,8 @@ A pool's identity is its plan name (the node label gpustack.dev/pool). The name 
 kind, GPU, sharing mode, capacity type, instance type and schedule, so changing any of them gives a
 new pool: the old one is removed and a new one created for the same workloads. That is reported as
 the replacement it is (the workloads move, the old pool drains). A pool that keeps its name is
-replaced when a field changes that its cloud cannot update in place (`Cloud.replacing_changes`,
-per-cloud data with sources); a new MIG layout on a cloud without native MIG partitioning is a
+replaced when a field changes that its provisioner cannot update in place
+(`Provisioner.replacing_changes`, per-cloud data with sources); a new MIG layout on a cloud without native MIG partitioning is a
 repartition by the NVIDIA MIG manager, not a new node pool.
 """
 
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpustack.clouds import CLOUDS, Cloud
+from gpustack.clouds import CLOUDS
+from gpustack.clouds.provisioner import Provisioner
 from gpustack.diff.model import CHANGE_KINDS, FieldChange, PlanDiff, PoolChange, TargetDiff
 from gpustack.output.table import nodes, schedule
 from gpustack.plan.model import Plan, Pool, TargetPlan
@@ -36,6 +37,7 @@ IN_PLACE_REPLACED = "the cloud cannot change this in place: it creates the node 
 REGION = "a node pool lives in its cluster's region"
 CLOUD_NAME = ("the name is the node pool's identity on the cloud: a new name is a new node pool, and the old "
               "one is deleted")
+PROVISIONER = "another provisioner declares other resources for the pool"
 
 
 def diff_plans(old: Plan, new: Plan, old_label: str, new_label: str) -> PlanDiff:
@@ -71,16 +73,19 @@ def pool_fields(target: TargetPlan, pool: Pool) -> dict[str, str]:
     }
     for key, value in target.settings:
         fields[f"settings.{key}"] = ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
+    fields["settings.provisioner"] = target.provisioner  # the default, when the spec names none
     return fields
 
 
-def replacing_reason(cloud: Cloud, field: str, old: str, new: str) -> str | None:
-    """Why `cloud` recreates a node pool when `field` changes from `old` to `new` (None: in place)."""
+def replacing_reason(provisioner: Provisioner, field: str, old: str, new: str) -> str | None:
+    """Why `provisioner` recreates a node pool when `field` changes from `old` to `new` (None: in place)."""
     if field == "region":
         return REGION
     if field == "cloud_name":
         return CLOUD_NAME
-    data = cloud.replacing_changes
+    if field == "settings.provisioner":
+        return PROVISIONER
+    data = provisioner.replacing_changes
     for key in (field, f"{field}:{old}", f"{field}:{new}"):
         if key in data:
             return data[key]
@@ -90,7 +95,7 @@ def replacing_reason(cloud: Cloud, field: str, old: str, new: str) -> str | None
 def _target(old: TargetPlan | None, new: TargetPlan | None) -> TargetDiff:
     some = new or old
     assert some is not None
-    cloud = CLOUDS.get(some.cloud)
+    cloud = CLOUDS.get(some.cloud).provisioner(some.provisioner)
     if old is None or new is None:
         status = "added" if old is None else "removed"
         pools = tuple(_whole(p, "added" if old is None else "removed") for p in some.pools)
@@ -110,7 +115,7 @@ def _cost_differs(old: TargetPlan, new: TargetPlan) -> bool:
     return round(old.cost.planned_monthly_usd, 2) != round(new.cost.planned_monthly_usd, 2)
 
 
-def _pool_changes(old: TargetPlan, new: TargetPlan, cloud: Cloud) -> list[PoolChange]:
+def _pool_changes(old: TargetPlan, new: TargetPlan, cloud: Provisioner) -> list[PoolChange]:
     olds = {p.name: p for p in old.pools}
     news = {p.name: p for p in new.pools}
     changes = [c for name in sorted(olds.keys() & news.keys())
@@ -140,7 +145,7 @@ def _successor(pool: Pool, added: Iterable[Pool]) -> Pool | None:
                                          -len(mine & set(p.workloads)), p.name))
 
 
-def _same_name(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, cloud: Cloud) -> PoolChange | None:
+def _same_name(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, cloud: Provisioner) -> PoolChange | None:
     before, after = pool_fields(old_t, old), pool_fields(new_t, new)
     keys = [*SAME_NAME_FIELDS, *sorted(k for k in before.keys() | after.keys() if k.startswith("settings."))]
     fields = tuple(_field(cloud, key, before.get(key, ""), after.get(key, "")) for key in keys
@@ -163,7 +168,7 @@ def _same_name(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, cloud
 
 
 def _renamed(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, moves_to: tuple[str, ...],
-             cloud: Cloud) -> PoolChange:
+             cloud: Provisioner) -> PoolChange:
     before, after = pool_fields(old_t, old), pool_fields(new_t, new)
     fields = tuple(_field(cloud, key, before[key], after[key]) for key in IDENTITY_FIELDS if before[key] != after[key])
     existing = new.name in {p.name for p in old_t.pools}
@@ -173,7 +178,7 @@ def _renamed(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, moves_t
                       gpus=old.gpus.provisioned)
 
 
-def _field(cloud: Cloud, key: str, old: str, new: str) -> FieldChange:
+def _field(cloud: Provisioner, key: str, old: str, new: str) -> FieldChange:
     if key == "labels":
         old, new = _changed_pairs(old, new)
     return FieldChange(key, old, new, replacing_reason(cloud, key, old, new))

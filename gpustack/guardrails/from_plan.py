@@ -76,7 +76,7 @@ def pool_view(target: TargetPlan, pool: Pool, replacements: tuple[str, ...] = ()
         min_nodes=pool.min_nodes, max_nodes=pool.max_nodes,
         checkpointing=None if checkpointing is None else checkpointing == "true",
         scheduled=pool.schedule is not None, workloads=pool.workloads, cloud_name=pool.cloud_name,
-        pool_label=pool.name, replacements=replacements,
+        pool_label=pool.name, replacements=replacements, provisioner=target.provisioner,
         label_conflicts={key: dict(values) for key, values in pool.label_conflicts},
     )
 

@@ -83,6 +83,7 @@ class PoolType:
     gpu_taint: str  # how to declare the nvidia.com/gpu taint
     schedule: str  # what counts as an auto-stop schedule for this type
     bounded_by: str | None = None  # the type of the autoscaler resource that may hold the pool's bounds
+    provisioner: str = ""  # the provisioner whose resource this is ("": the cloud's default)
 
 
 def int_or_none(value: Any) -> int | None:

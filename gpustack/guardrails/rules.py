@@ -177,11 +177,11 @@ def _unknowns(views: list[PoolView]) -> str:
 
 
 # -- node-pool changes that force a replacement (advisory) ------------------------------------------
-def _replacing_changes(cloud: str) -> Mapping[str, object]:
+def _replacing_changes(view: PoolView) -> Mapping[str, object]:
     from gpustack.clouds import CLOUDS
 
     try:
-        return getattr(CLOUDS.get(cloud), "replacing_changes", {}) or {}
+        return CLOUDS.get(view.cloud).provisioner(view.provisioner or None).replacing_changes
     except KeyError:
         return {}
 
@@ -200,7 +200,7 @@ def node_pool_replacement(views: Sequence[PoolView], options: Mapping[str, Any])
     # say which pools a replacing change would drain, once per stack rather than once per pool.
     exposed = []
     for view in gpu_pools:
-        changes = _replacing_changes(view.cloud)
+        changes = _replacing_changes(view)
         if view in compared or view.protected or not changes:
             continue
         paths = sorted({view.spelling.field(view, key.split(":", 1)[0]) for key in changes})

@@ -86,6 +86,7 @@ class PoolView:
     unknown: frozenset[str] = frozenset()  # fields whose value the engine does not know yet (preview)
     # plan pools: label key -> {workload: value} where the pool's workloads disagree (no node label then)
     label_conflicts: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
+    provisioner: str = ""  # how the pool is provisioned ("": the cloud's default)
 
     @property
     def spot_only(self) -> bool:

@@ -1,11 +1,12 @@
 """Fallback pools: which spot pools an on-demand fallback pool backs, and what makes the autoscaler grow
-the spot pool first on the target's cloud (`Cloud.fallback_mechanism`).
+the spot pool first with the target's provisioner (`Provisioner.fallback_mechanism`).
 
 A fallback pool is left out of the cost estimate because it runs only when spot capacity is short.
 That is true only where something ranks the spot pools first: with the Cluster Autoscaler's default
 `random` expander an on-demand fallback node starts about as often as a spot one. Each target with
 fallback pools gets a note naming the mechanism and what the user must set, taken from the cloud's
-fact; a cloud without one gets a warning instead.
+fact; a provisioner without one gets a warning instead. The groups are stored in the plan
+(`TargetPlan.fallback_groups`, by pool name), so renderers never work them out again.
 
 A group holds the spot and fallback pools of one kind, GPU, sharing and schedule that share a
 workload; its name depends on those four only, so adding a workload never renames it (on GKE the
@@ -17,24 +18,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from gpustack.clouds.base import COMPUTE_CLASS, Cloud
-from gpustack.plan.model import Pool, Taint
+from gpustack.clouds.base import COMPUTE_CLASS
+from gpustack.clouds.provisioner import Provisioner
+from gpustack.plan.model import FallbackGroup, Pool, Taint
 from gpustack.plan.pools import PLAN_NAMES, schedule_tag, shares_tag, slug
-
-
-
-@dataclasses.dataclass(frozen=True)
-class FallbackGroup:
-    name: str
-    spot: tuple[Pool, ...]  # grown first
-    fallback: tuple[Pool, ...]  # grown only when no spot pool of the group can grow
 
 
 GroupKey = tuple[str, str, str, "int | None", tuple[str, ...], "tuple[str, str, str] | None"]
 
 
 def _group_key(pool: Pool) -> GroupKey:
-    profiles = tuple(sorted({p for group in pool.sharing.mig for p, _ in group.layout}))
+    profiles = pool.mig_profiles
     schedule = (pool.schedule.days, pool.schedule.hours, pool.schedule.timezone) if pool.schedule else None
     return pool.kind, pool.gpu, pool.sharing.mode, pool.sharing.replicas, profiles, schedule
 
@@ -53,7 +47,8 @@ def _group_name(pool: Pool) -> str:
 
 
 def fallback_groups(pools: Sequence[Pool]) -> tuple[FallbackGroup, ...]:
-    """The target's fallback groups, by name; empty when it has no fallback pool."""
+    """The target's fallback groups (spot pools grown first, fallback pools only when no spot pool of
+    the group can grow), sorted by name; empty when it has no fallback pool."""
     fallback = [p for p in pools if p.role == "fallback"]
     backed = {w for p in fallback for w in p.workloads}
     spot = [p for p in pools if p.capacity == "spot" and backed & set(p.workloads)]
@@ -62,20 +57,20 @@ def fallback_groups(pools: Sequence[Pool]) -> tuple[FallbackGroup, ...]:
         by_key.setdefault(_group_key(pool), []).append(pool)
     groups = []
     for members in by_key.values():
-        spot_pools = tuple(sorted((p for p in members if p.role != "fallback"), key=lambda p: p.name))
-        fallback_pools = tuple(sorted((p for p in members if p.role == "fallback"), key=lambda p: p.name))
+        spot_pools = tuple(sorted(p.name for p in members if p.role != "fallback"))
+        fallback_pools = tuple(sorted(p.name for p in members if p.role == "fallback"))
         groups.append(FallbackGroup(_group_name(members[0]), spot_pools, fallback_pools))
     return tuple(sorted(groups, key=lambda g: g.name))
 
 
-def mark_pools(pools: Sequence[Pool], cloud: Cloud) -> tuple[Pool, ...]:
+def mark_pools(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[Pool, ...]:
     """Where the cloud ties pools to a class by node label and taint (GKE ComputeClass), the pools of
     each fallback group carry `<marker>=<group name>` as both; elsewhere the pools are unchanged."""
-    mechanism = cloud.fallback_mechanism
+    mechanism = provisioner.fallback_mechanism
     if mechanism is None or mechanism.kind != COMPUTE_CLASS or mechanism.pool_marker is None:
         return tuple(pools)
     marker = mechanism.pool_marker
-    group_of = {p.name: g.name for g in fallback_groups(pools) for p in g.spot + g.fallback}
+    group_of = {name: g.name for g in fallback_groups(pools) for name in g.spot + g.fallback}
     marked = []
     for pool in pools:
         name = group_of.get(pool.name)
@@ -86,19 +81,17 @@ def mark_pools(pools: Sequence[Pool], cloud: Cloud) -> tuple[Pool, ...]:
     return tuple(marked)
 
 
-def _names(pools: Sequence[Pool]) -> str:
-    return ", ".join(p.cloud_name for p in pools)
-
-
-def notes(pools: Sequence[Pool], cloud: Cloud) -> tuple[list[str], list[str]]:
+def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], list[str]]:
     """(notes, warnings) on the target's fallback groups: what makes each fallback wait for spot here."""
-    mechanism = cloud.fallback_mechanism
+    mechanism = provisioner.fallback_mechanism
+    cloud_names = {p.name: p.cloud_name for p in pools}
     found: list[str] = []
     warnings: list[str] = []
     for group in fallback_groups(pools):
-        which = f"Fallback pool(s) {_names(group.fallback)} back spot pool(s) {_names(group.spot) or '(none)'}"
+        spot, fallback = (", ".join(cloud_names[n] for n in names) for names in (group.spot, group.fallback))
+        which = f"Fallback pool(s) {fallback} back spot pool(s) {spot or '(none)'}"
         if mechanism is None:
-            warnings.append(f"{which}, but nothing known on {cloud.display_name} makes the autoscaler grow the spot "
+            warnings.append(f"{which}, but nothing known on {provisioner.cloud.display_name} makes the autoscaler grow the spot "
                             "pools first: the fallback may start as often as spot, and its cost is not in the "
                             "estimate.")
             continue

@@ -59,6 +59,28 @@ class ScheduleWindow:
     start_minute: int
     end_minute: int
     active_hours_per_week: float
+    # When to start and stop the pool, as crons in `timezone` (`gpustack.schedules.window_crons`);
+    # both empty for a window open all week.
+    start_crons: tuple[str, ...] = ()
+    stop_crons: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class NvidiaConfig:
+    """What the NVIDIA tools of the cluster do for a pool's nodes."""
+
+    device_plugin_config: str | None  # the pool's entry of the device-plugin ConfigMap (None: `default`)
+    mig_parted_config: str | None  # the pool's entry of the mig-parted ConfigMap (None: not partitioned in-cluster)
+
+
+class CompiledPool:
+    """A pool as its provisioner spells it for the cloud's API: cloud-spelled, enum-checked values the
+    provisioner's `compile` chose while planning (a frozen dataclass in the cloud's bundle). Backends
+    only map it to SDK arguments; the plan JSON shows it under each pool's `compiled`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        assert dataclasses.is_dataclass(self)
+        return json.loads(json.dumps(dataclasses.asdict(self)))  # tuples as lists, as the JSON has them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +114,16 @@ class PoolGpus:
     bounds: tuple[tuple[str, int], ...] = ()  # the GPU lower bounds by name; lower_bound is the largest
     method: str = ""  # how the packing was found: exact search | first-fit decreasing | heuristic ...
     proved_optimal: bool = False  # no packing under the pool's rules uses fewer nodes, then GPUs
+
+    @property
+    def gap(self) -> int:
+        """GPUs in use beyond the lower bound: what the packing may still lose."""
+        return self.required - self.lower_bound
+
+    @property
+    def rounding_loss(self) -> int:
+        """GPUs the lower bound loses to rounding replicas to fixed shares."""
+        return max(0, self.lower_bound - self.requested_lower_bound)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,6 +205,10 @@ class Pool:
     # Labels the cloud's autoscaler reads that gpustack declares on the nodes (the cloud's GPU label).
     autoscaler_labels: Pairs = ()
     upgrade: FloorUpgrade | None = None  # reserved floors only
+    mig_profiles: tuple[str, ...] = ()  # the MIG profiles of the pool's layouts, sorted
+    nvidia: NvidiaConfig | None = None
+    provisioner: str = ""  # the target's provisioner, which compiled the pool
+    compiled: CompiledPool | None = None  # the pool as its provisioner spells it
 
     @property
     def attribution(self) -> dict[str, str]:
@@ -269,6 +305,15 @@ class WorkloadCost:
 
 
 @dataclasses.dataclass(frozen=True)
+class FallbackGroup:
+    """Spot pools grown first and the on-demand pools that back them (`gpustack.plan.fallback`), by name."""
+
+    name: str
+    spot: tuple[str, ...]
+    fallback: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
 class TargetPlan:
     name: str
     cloud: str
@@ -284,6 +329,14 @@ class TargetPlan:
     prices_as_of: str
     commitment_discount: float
     pod_requests: tuple[PodRequest, ...] = ()
+    provisioner: str = ""  # how the target's pools are provisioned (targets[].settings.provisioner)
+    fallback_groups: tuple[FallbackGroup, ...] = ()
+
+    def pool(self, name: str) -> Pool:
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,7 +417,8 @@ def _schedule(s: ScheduleWindow | None) -> dict[str, Any] | None:
     if s is None:
         return None
     return {"days": s.days, "hours": s.hours, "timezone": s.timezone,
-            "active_hours_per_week": round(s.active_hours_per_week, 2)}
+            "active_hours_per_week": round(s.active_hours_per_week, 2),
+            "start_crons": list(s.start_crons), "stop_crons": list(s.stop_crons)}
 
 
 def _pool(p: Pool) -> dict[str, Any]:
@@ -391,9 +445,9 @@ def _pool(p: Pool) -> dict[str, Any]:
         "price": {"usd_per_node_hour": p.price.usd_per_node_hour, "source": p.price.source},
         "hours_per_month": round(p.hours_per_month, 2),
         "gpus": {"required": p.gpus.required, "lower_bound": p.gpus.lower_bound,
-                 "provisioned": p.gpus.provisioned, "gap": p.gpus.required - p.gpus.lower_bound,
+                 "provisioned": p.gpus.provisioned, "gap": p.gpus.gap,
                  "requested": round(p.gpus.requested, 3), "requested_lower_bound": p.gpus.requested_lower_bound,
-                 "rounding_loss": max(0, p.gpus.lower_bound - p.gpus.requested_lower_bound),
+                 "rounding_loss": p.gpus.rounding_loss,
                  "bounds": dict(p.gpus.bounds)},
         "packing": {"method": p.gpus.method, "proved_optimal": p.gpus.proved_optimal,
                     "nodes_lower_bound": p.gpus.nodes_lower_bound},
@@ -411,6 +465,10 @@ def _pool(p: Pool) -> dict[str, Any]:
         "mig_strategy": p.mig_strategy,
         "autoscaler_labels": dict(p.autoscaler_labels),
         "upgrade": _upgrade(p.upgrade),
+        "mig_profiles": list(p.mig_profiles),
+        "nvidia": None if p.nvidia is None else {"device_plugin_config": p.nvidia.device_plugin_config,
+                                                 "mig_parted_config": p.nvidia.mig_parted_config},
+        "compiled": None if p.compiled is None else {"provisioner": p.provisioner, **p.compiled.to_dict()},
     }
 
 
@@ -435,7 +493,10 @@ def _target(t: TargetPlan) -> dict[str, Any]:
         "cloud": t.cloud,
         "region": t.region,
         "cluster": t.cluster,
+        "provisioner": t.provisioner,
         "pools": [_pool(p) for p in t.pools],
+        "fallback_groups": [{"name": g.name, "spot": list(g.spot), "fallback": list(g.fallback)}
+                            for g in t.fallback_groups],
         "gpus": {"baseline": t.gpus.baseline, "lower_bound": t.gpus.lower_bound, "required": t.gpus.required,
                  "provisioned": t.gpus.provisioned, "requested": round(t.gpus.requested, 3),
                  "requested_lower_bound": t.gpus.requested_lower_bound,

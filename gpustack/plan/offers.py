@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from gpustack.clouds import Cloud
+from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.model import FloorUpgrade, PodRequest, Pool, Taint
 from gpustack.plan.nodes import kubelet_allocatable
 from gpustack.spec.model import HOURS_PER_MONTH
@@ -119,11 +120,11 @@ def quantity_memory(gib: float) -> str:
     return f"{gib:g}Gi" if float(gib).is_integer() else f"{math.ceil(gib * 1024)}Mi"
 
 
-def pod_requests(pools: Sequence[Pool], cloud: Cloud) -> tuple[PodRequest, ...]:
+def pod_requests(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[PodRequest, ...]:
     """Per workload of the target: what its pods ask for, select and tolerate (the same on every pool
     that carries it: one Deployment or Job spans its floor and burst, or its spot and fallback pools)."""
-    selected = _SELECTED_LABELS + ((cloud.fallback_mechanism.pool_marker,)
-                                   if cloud.fallback_mechanism and cloud.fallback_mechanism.pool_marker else ())
+    mechanism = provisioner.fallback_mechanism
+    selected = _SELECTED_LABELS + ((mechanism.pool_marker,) if mechanism and mechanism.pool_marker else ())
     carriers: dict[str, list[Pool]] = {}
     for pool in pools:
         for placement in pool.placements:
@@ -173,10 +174,11 @@ def floor_upgrade(pool: Pool, cloud: Cloud) -> FloorUpgrade | None:
         settings=rule.settings, source=rule.source)
 
 
-def annotate(pools: Sequence[Pool], cloud: Cloud
+def annotate(pools: Sequence[Pool], provisioner: Provisioner
              ) -> tuple[tuple[Pool, ...], tuple[PodRequest, ...], list[tuple[str, str]]]:
     """The pools with their offers, MIG strategy, autoscaler labels and upgrade settings; the pods'
     requests; and (pool, warning) where the cloud's autoscaler cannot be shown what a pool at zero offers."""
+    cloud = provisioner.cloud
     strategy = mig_strategy(pools, cloud)
     split = hami_split(pools)
     out = []
@@ -206,4 +208,4 @@ def annotate(pools: Sequence[Pool], cloud: Cloud
                                          "scheduling simulation (NodeResourcesFit) finds no node for them, so they "
                                          "cannot start a node of a pool at zero; keep a floor of one node")))
         out.append(pool)
-    return tuple(out), pod_requests(out, cloud), warnings
+    return tuple(out), pod_requests(out, provisioner), warnings

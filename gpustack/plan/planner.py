@@ -14,6 +14,7 @@ from collections import defaultdict
 from gpustack.catalog import Catalog, GpuModel, load_catalog
 from gpustack.catalog.mig import Profile
 from gpustack.clouds import CLOUDS, Cloud, Feature
+from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
 from gpustack.plan import fallback, offers
@@ -63,6 +64,8 @@ class _TargetPlanner:
         self.target = target
         self.catalog = catalog
         self.cloud: Cloud = CLOUDS.get(target.cloud)
+        # settings.provisioner was checked against the cloud's provisioners when the spec was read.
+        self.provisioner: Provisioner = self.cloud.provisioner(target.setting("provisioner"))  # type: ignore[arg-type]
         self.rows = catalog.in_region(target.cloud, target.region)
         self.prices = PriceBook.for_cloud(spec.pricing, catalog, target.cloud)
         self.problems = problems
@@ -105,26 +108,30 @@ class _TargetPlanner:
         self.check_names(pools)
         self.check_reservation_settings(pools)
         pools = [self.placed(pool, zones) for pool in pools]
-        pools = list(fallback.mark_pools(pools, self.cloud))  # GKE: the pools' ComputeClass label and taint
-        annotated, pod_requests, gaps = offers.annotate(pools, self.cloud)
+        pools = list(fallback.mark_pools(pools, self.provisioner))  # a ComputeClass: the pools' label and taint
+        annotated, pod_requests, gaps = offers.annotate(pools, self.provisioner)
         pools = list(annotated)
         for pool_name, message in gaps:
             self.warn("template-gap", message, pool=pool_name)
-        found, unordered = fallback.notes(pools, self.cloud)
+        found, unordered = fallback.notes(pools, self.provisioner)
         self.notes.extend(found)
         if pools:
             self.notes.extend(self.cloud.target_notes(dict(self.target.settings)))
         for message in unordered:
             self.warn("fallback-unordered", message)
+        # The compile seam: each pool once, in its provisioner's spelling, checked before anything renders.
+        pools = [dataclasses.replace(p, compiled=self.provisioner.compile(p, self.target))
+                 for p in pools]
         for pool in pools:
-            for message in self.cloud.check_pool(pool):
+            for message in self.provisioner.check_pool(pool):
                 self.problem(None, "", f"pool {pool.name!r}: {message}")
             self.check_labels(pool)
         if len(self.problems) > before:
             return None
         planned = costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
                                     self.catalog, self.cloud, tuple(self.warnings), tuple(self.notes))
-        return dataclasses.replace(planned, pod_requests=pod_requests)
+        return dataclasses.replace(planned, pod_requests=pod_requests, provisioner=self.provisioner.name,
+                                   fallback_groups=fallback.fallback_groups(pools))
 
     # -- per workload -------------------------------------------------------------------------
     def demands_of(self, workload: Workload) -> list[tuple[PoolKey, Demand]]:
@@ -234,7 +241,7 @@ class _TargetPlanner:
         assert row is not None
         if ask.mode == "mig":
             assert ask.profile is not None
-            if not self.cloud.supports(Feature.MIG_MIXED_LAYOUTS):
+            if not self.provisioner.supports(Feature.MIG_MIXED_LAYOUTS):
                 sharing = f"mig-{ask.profile.name}"
             elif row.gpus == 1:
                 sharing = f"mig-{mig_size_class(ask.profile, gpu)}"
@@ -265,7 +272,7 @@ class _TargetPlanner:
     def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:
         name = key.name()
         try:
-            return build_pool(key, name, demands, self.spec, self.cloud, self.catalog, self.prices)
+            return build_pool(key, name, demands, self.spec, self.provisioner, self.catalog, self.prices)
         except ValueError as exc:
             first = demands[0].workload
             self.problem(first, "gpu", f"pool {name!r}: {exc}")
@@ -281,7 +288,7 @@ class _TargetPlanner:
         names = [floor.name(), burst.name()]
         try:
             return build_floor_and_burst(floor, names[0], burst, names[1], demands, burst_demands, self.spec,
-                                         self.cloud, self.catalog, self.prices)
+                                         self.provisioner, self.catalog, self.prices)
         except ValueError as exc:
             self.problem(demands[0].workload, "gpu", f"pool {names[0]!r}: {exc}")
             return []
@@ -303,7 +310,7 @@ class _TargetPlanner:
         for (kind, gpu, capacity, instance), profiles in sorted(groups.items()):
             if len(profiles) < 2:
                 continue
-            why = (self.cloud.unsupported.get(Feature.MIG_MIXED_LAYOUTS)
+            why = (self.provisioner.gap(Feature.MIG_MIXED_LAYOUTS)
                    or f"{instance} has one GPU per node, and every node of a pool has the same MIG layout")
             self.notes.append(f"{kind} MIG replicas on {gpu} ({capacity}, {instance}) are split into one pool per "
                               f"profile ({', '.join(sorted(profiles))}): {why}.")

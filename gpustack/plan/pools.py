@@ -12,16 +12,17 @@ from collections.abc import Callable
 from gpustack.catalog import Catalog, InstanceType
 from gpustack.catalog.mig import InvalidLayout, MigModel
 from gpustack.clouds import Cloud, Feature, NameRule
+from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.asks import Ask
 from gpustack.plan.bounds import ceil_bound
 from gpustack.plan.disks import default_disk_gib, disk_reason
 from gpustack.plan.choices import Part
 from gpustack.plan.fractions import pack_fractions
 from gpustack.plan.mig_packing import nodes_for, pack_mig
-from gpustack.plan.model import MigGroup, Placement, Pool, PoolGpus, ScheduleWindow, Sharing, Taint
-from gpustack.plan.nodes import allocatable
+from gpustack.plan.model import MigGroup, NvidiaConfig, Placement, Pool, PoolGpus, ScheduleWindow, Sharing, Taint
 from gpustack.plan.packing import DoesNotFit, Item, NodeShape, Packing, pack_shares
 from gpustack.plan.prices import PriceBook
+from gpustack.schedules import window_crons
 from gpustack.spec.model import HOURS_PER_MONTH, JOB_KINDS, Spec, Workload
 
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
@@ -139,13 +140,14 @@ class Share:
     bounds: tuple[tuple[str, int], ...] | None = None
 
 
-def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud: Cloud, catalog: Catalog,
-               prices: PriceBook, share: Share | None = None) -> Pool:
+def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provisioner: Provisioner,
+               catalog: Catalog, prices: PriceBook, share: Share | None = None) -> Pool:
+    cloud = provisioner.cloud
     row = demands[0].row
     gpu = catalog.gpu(key.gpu)
     assert gpu is not None
     ask = demands[0].ask
-    node = _node_shape(row, ask, cloud)
+    node = _node_shape(row, ask, provisioner)
     reserved = key.capacity == "reserved"
     price = prices.for_capacity(row, key.capacity)
     if share is None:
@@ -185,12 +187,16 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
     gpus = PoolGpus(required, lower, nodes * row.gpus, requested, requested_lower,
                     nodes_lower, bounds, peak.method, peak.proved_optimal)
     schedule = demands[0].workload.schedule
-    window = ScheduleWindow(schedule.canonical_days, schedule.canonical_hours, schedule.timezone, schedule.weekdays,
-                            schedule.start_minute, schedule.end_minute,
-                            schedule.active_hours_per_week) if schedule else None
+    window = None
+    if schedule:
+        window = ScheduleWindow(schedule.canonical_days, schedule.canonical_hours, schedule.timezone,
+                                schedule.weekdays, schedule.start_minute, schedule.end_minute,
+                                schedule.active_hours_per_week)
+        starts, stops = window_crons(window)
+        window = dataclasses.replace(window, start_crons=starts, stop_crons=stops)
     notes = []
-    if window is not None and not cloud.supports(Feature.NATIVE_SCHEDULE):
-        notes.append(f"{cloud.unsupported[Feature.NATIVE_SCHEDULE]}.")
+    if window is not None and (gap := provisioner.gap(Feature.NATIVE_SCHEDULE)):
+        notes.append(f"{gap}.")
     if key.fallback:
         notes.append("Runs only when spot capacity is short, so it is not in the monthly estimate; the range's "
                      "high end counts it running all of its spot pools' hours.")
@@ -224,7 +230,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
                        d.hours) for d in carried_demands), key=lambda p: p.workload)),
         namespaces=tuple(sorted({d.workload.namespace for d in carried_demands})),
         labels=_labels(spec, key, name, carried_demands, sharing, cloud),
-        taints=_taints(key, cloud),
+        taints=_taints(key, provisioner),
         price=price,
         hours_per_month=node_hours / nodes if nodes else 0.0,
         monthly_cost_usd=price.usd_per_node_hour * node_hours,
@@ -235,6 +241,9 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, cloud
         label_conflicts=_label_conflicts(spec, carried_demands),
         disk_gib=disk,
         disk_reason=disk_reason(gpu, key.disk),
+        mig_profiles=tuple(sorted({profile for group in sharing.mig for profile, _ in group.layout})),
+        nvidia=_nvidia(sharing, cloud),
+        provisioner=provisioner.name,
     )
 
 
@@ -311,9 +320,9 @@ def _all_replicas(demand: Demand) -> int:
     return demand.part.replicas
 
 
-def _node_shape(row: InstanceType, ask: Ask, cloud: Cloud) -> NodeShape:
-    cpu, memory = allocatable(row.vcpus, row.memory_gib, cloud.kubelet_reservation, row.name)
-    return NodeShape(row.gpus, cpu, memory, ask.shares_per_gpu)
+def _node_shape(row: InstanceType, ask: Ask, provisioner: Provisioner) -> NodeShape:
+    node = provisioner.template_node(row)
+    return NodeShape(node.gpus, node.vcpus, node.memory_gib, ask.shares_per_gpu)
 
 
 def _floor_nodes(floor: list[Demand], node: NodeShape, mig: MigModel | None, peak: Packing, most: int) -> int:
@@ -326,8 +335,8 @@ def _floor_nodes(floor: list[Demand], node: NodeShape, mig: MigModel | None, pea
 
 
 def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKey, burst_name: str,
-                          floor: list[Demand], burst: list[Demand], spec: Spec, cloud: Cloud, catalog: Catalog,
-                          prices: PriceBook) -> list[Pool]:
+                          floor: list[Demand], burst: list[Demand], spec: Spec, provisioner: Provisioner,
+                          catalog: Catalog, prices: PriceBook) -> list[Pool]:
     """A reserved floor and its on-demand burst, packed together at the peak.
 
     The burst rides on the floor's spare room first (the scheduler puts pods wherever they fit), so
@@ -337,7 +346,7 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     demands = floor + burst
     row, gpu = demands[0].row, catalog.gpu(floor_key.gpu)
     assert gpu is not None
-    node = _node_shape(row, demands[0].ask, cloud)
+    node = _node_shape(row, demands[0].ask, provisioner)
     peak = _pack(demands, node, gpu.mig, _all_replicas)
     floor_nodes = _floor_nodes(floor, node, gpu.mig, peak, peak.nodes)
     burst_nodes = peak.nodes - floor_nodes
@@ -363,7 +372,7 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
         everything = Share(peak, floor_nodes, floor_nodes, peak.gpus_required, peak.lower_bound,
                            floor_nodes * HOURS_PER_MONTH, _all_replicas,
                            note="The reserved nodes have room for the peak as well: no on-demand burst pool.")
-        return [build_pool(floor_key, floor_name, demands, spec, cloud, catalog, prices, everything)]
+        return [build_pool(floor_key, floor_name, demands, spec, provisioner, catalog, prices, everything)]
     at_least = [d for d in demands if d.part.min_replicas]
     burst_min = max(0, _floor_nodes(at_least, node, gpu.mig, peak, peak.nodes) - floor_nodes) if any(
         d.part.min_replicas for d in burst) else 0
@@ -381,8 +390,8 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
                         nodes_lower_bound=min(burst_nodes, max(0, peak.nodes_lower_bound - floor_nodes)),
                         bounds=tuple((name, min(burst_required, max(0, value - floor_by_name.get(name, 0))))
                                      for name, value in peak.bounds))
-    return [build_pool(floor_key, floor_name, demands, spec, cloud, catalog, prices, floor_share),
-            build_pool(burst_key, burst_name, demands, spec, cloud, catalog, prices, burst_share)]
+    return [build_pool(floor_key, floor_name, demands, spec, provisioner, catalog, prices, floor_share),
+            build_pool(burst_key, burst_name, demands, spec, provisioner, catalog, prices, burst_share)]
 
 
 def _workload_hours(workload: Workload) -> float:
@@ -469,11 +478,19 @@ def _label_conflicts(spec: Spec, demands: list[Demand]) -> tuple[tuple[str, tupl
     return tuple(out)
 
 
-def _taints(key: PoolKey, cloud: Cloud) -> tuple[Taint, ...]:
+def _taints(key: PoolKey, provisioner: Provisioner) -> tuple[Taint, ...]:
     taints = [GPU_TAINT]
-    if key.capacity == "spot" and cloud.spot_taint:
-        taints.append(Taint(*cloud.spot_taint))
+    if key.capacity == "spot" and provisioner.spot_taint:
+        taints.append(Taint(*provisioner.spot_taint))
     return tuple(taints)
+
+
+def _nvidia(sharing: Sharing, cloud: Cloud) -> NvidiaConfig:
+    """The NVIDIA configs the pool's nodes select (the same as its labels)."""
+    device_plugin = sharing.config if sharing.config and sharing.mode not in cloud.native_sharing else None
+    mig_parted = sharing.config if sharing.config and sharing.mode == "mig" and not cloud.native_mig_partitioning \
+        else None
+    return NvidiaConfig(device_plugin, mig_parted)
 
 
 def _reason(key: PoolKey, demands: list[Demand], row: InstanceType, sharing: Sharing,

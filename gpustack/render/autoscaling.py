@@ -1,6 +1,6 @@
 """Spot first, on-demand fallback: the objects that make the autoscaler grow a fallback group's spot
-pools first and its fallback pools only when they cannot grow (`gpustack.plan.fallback`), per the
-cloud's `fallback_mechanism`:
+pools first and its fallback pools only when they cannot grow (the plan's `fallback_groups`), per the
+provisioner's `fallback_mechanism`:
 
 - priority expander: the Cluster Autoscaler's ConfigMap
   `cluster-autoscaler-priority-expander` (key `priorities`: priority -> regexes of node-group ids;
@@ -29,8 +29,7 @@ import yaml
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.base import COMPUTE_CLASS, PRIORITY_EXPANDER, FallbackMechanism
-from gpustack.plan.fallback import FallbackGroup, fallback_groups
-from gpustack.plan.model import Plan, Pool, TargetPlan
+from gpustack.plan.model import FallbackGroup, Plan, Pool, TargetPlan
 from gpustack.render.common import metadata, object_labels
 
 PRIORITY_CONFIGMAP = "cluster-autoscaler-priority-expander"
@@ -38,6 +37,10 @@ SPOT_PRIORITY = 30
 FALLBACK_PRIORITY = 20
 OTHER_PRIORITY = 1  # every other node group of the cluster
 OTHER_NODE_GROUPS = ".*"
+
+
+def _mechanism(target: TargetPlan) -> FallbackMechanism | None:
+    return CLOUDS.get(target.cloud).provisioner(target.provisioner).fallback_mechanism
 
 
 def literal(text: str) -> str:
@@ -61,8 +64,8 @@ def priority_configmap(plan: Plan, target: TargetPlan,
                        node_group_ids: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """The priority-expander ConfigMap of the target, or None when the cloud does not use one, the
     target has no fallback pool, or the node-group ids are not known here (and not given)."""
-    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
-    groups = fallback_groups(target.pools)
+    mechanism = _mechanism(target)
+    groups = target.fallback_groups
     if mechanism is None or mechanism.kind != PRIORITY_EXPANDER or not groups:
         return None
     regex: Callable[[Pool], str]
@@ -74,8 +77,8 @@ def priority_configmap(plan: Plan, target: TargetPlan,
     else:
         return None
     assert mechanism.namespace is not None  # the registry test checks every priority expander names one
-    spot = [regex(p) for g in groups for p in g.spot]
-    fallback = [regex(p) for g in groups for p in g.fallback]
+    spot = [regex(target.pool(name)) for g in groups for name in g.spot]
+    fallback = [regex(target.pool(name)) for g in groups for name in g.fallback]
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -86,22 +89,23 @@ def priority_configmap(plan: Plan, target: TargetPlan,
 
 def priority_configmap_key(target: TargetPlan) -> str:
     """`<namespace>/<name>` of the target's priority-expander ConfigMap (its Pulumi name)."""
-    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
+    mechanism = _mechanism(target)
     assert mechanism is not None and mechanism.namespace is not None
     return f"{mechanism.namespace}/{PRIORITY_CONFIGMAP}"
 
 
 def needs_node_group_ids(target: TargetPlan) -> bool:
     """Whether the target's priority ConfigMap can be written only with the ids of created pools."""
-    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
+    mechanism = _mechanism(target)
     return (mechanism is not None and mechanism.kind == PRIORITY_EXPANDER and mechanism.node_group is None
-            and bool(fallback_groups(target.pools)))
+            and bool(target.fallback_groups))
 
 
 def compute_class(plan: Plan, target: TargetPlan, group: FallbackGroup) -> dict[str, Any]:
-    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
+    mechanism = _mechanism(target)
     assert mechanism is not None and mechanism.api_version is not None
-    priorities = [{"nodepools": [p.cloud_name for p in pools]} for pools in (group.spot, group.fallback) if pools]
+    priorities = [{"nodepools": [target.pool(name).cloud_name for name in names]}
+                  for names in (group.spot, group.fallback) if names]
     return {
         "apiVersion": mechanism.api_version,
         "kind": "ComputeClass",
@@ -117,10 +121,10 @@ def compute_class(plan: Plan, target: TargetPlan, group: FallbackGroup) -> dict[
 
 def objects(plan: Plan, target: TargetPlan) -> list[dict[str, Any]]:
     """What `gpustack render` and the Pulumi program write for the target's fallback groups."""
-    mechanism = CLOUDS.get(target.cloud).fallback_mechanism
+    mechanism = _mechanism(target)
     if mechanism is None:
         return []
     if mechanism.kind == COMPUTE_CLASS:
-        return [compute_class(plan, target, g) for g in fallback_groups(target.pools)]
+        return [compute_class(plan, target, g) for g in target.fallback_groups]
     configmap = priority_configmap(plan, target)
     return [configmap] if configmap is not None else []

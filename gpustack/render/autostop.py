@@ -29,7 +29,6 @@ from gpustack.incluster import autostop as program
 from gpustack.incluster import source
 from gpustack.plan.model import Plan, Pool, TargetPlan
 from gpustack.render.common import WORKLOAD_LABEL, fitted_name, metadata, object_labels
-from gpustack.schedules import window_crons
 
 # Docker Official Image "python" (https://hub.docker.com/_/python), pinned by its full tag.
 IMAGE = "python:3.13.5-alpine3.22"
@@ -55,9 +54,8 @@ def scheduled(target: TargetPlan) -> list[tuple[Pool, tuple[str, ...], tuple[str
     for pool in target.pools:
         if pool.schedule is None:
             continue
-        starts, stops = window_crons(pool.schedule)
-        if starts:
-            found.append((pool, starts, stops))
+        if pool.schedule.start_crons:
+            found.append((pool, pool.schedule.start_crons, pool.schedule.stop_crons))
     return found
 
 

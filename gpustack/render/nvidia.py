@@ -1,7 +1,8 @@
 """The NVIDIA configs a cluster needs to share GPUs the way the plan says, as data.
 
 Two ConfigMaps in the GPU Operator's namespace, one named config per pool in each, picked on every
-node by the labels the planner already puts on the pool's nodes (gpustack/plan/pools.py):
+node by the labels the planner puts on the pool's nodes; which pool selects which config, and the MIG
+strategy, are in the plan (`Pool.nvidia`):
 
 - the device plugin's (`nvidia.com/device-plugin.config=<pool>`), NVIDIA k8s-device-plugin config
   file `version: v1`: `sharing.timeSlicing` or `sharing.mps` with the pool's clients per GPU
@@ -23,7 +24,6 @@ import yaml
 
 from gpustack.catalog import load_catalog
 from gpustack.plan.model import Plan, Pool, TargetPlan
-from gpustack.plan.pools import DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL
 from gpustack.render.common import metadata, object_labels
 
 DEVICE_PLUGIN_CONFIGMAP = "gpustack-device-plugin-config"
@@ -46,16 +46,13 @@ def mig_strategy(target: TargetPlan) -> str:
 
 def device_plugin_pools(target: TargetPlan) -> list[tuple[str, Pool]]:
     """(config name, pool) for every pool whose nodes select a device-plugin config."""
-    return _labelled(target, DEVICE_PLUGIN_CONFIG_LABEL)
+    found = [(p.nvidia.device_plugin_config, p) for p in target.pools if p.nvidia and p.nvidia.device_plugin_config]
+    return sorted(found, key=lambda item: item[0])
 
 
 def mig_parted_pools(target: TargetPlan) -> list[tuple[str, Pool]]:
     """(config name, pool) for every pool whose nodes select a mig-parted config."""
-    return _labelled(target, MIG_CONFIG_LABEL)
-
-
-def _labelled(target: TargetPlan, label: str) -> list[tuple[str, Pool]]:
-    found = [(dict(p.labels)[label], p) for p in target.pools if label in dict(p.labels)]
+    found = [(p.nvidia.mig_parted_config, p) for p in target.pools if p.nvidia and p.nvidia.mig_parted_config]
     return sorted(found, key=lambda item: item[0])
 
 

@@ -563,10 +563,10 @@ class _SpecReader(Reader):
     def settings(self, path: Path, value: Any, cloud: Any) -> Any:
         if cloud is None:
             return BAD
-        specs = {s.name: s for s in cloud.settings}
+        specs = {s.name: s for s in cloud.target_settings}
         value = self.mapping(path, value if value is not None else {},
-                             required=[s.name for s in cloud.settings if s.required],
-                             optional=[s.name for s in cloud.settings if not s.required],
+                             required=[s.name for s in specs.values() if s.required],
+                             optional=[s.name for s in specs.values() if not s.required],
                              what=f"settings for {cloud.display_name}")
         if value is BAD:
             return BAD

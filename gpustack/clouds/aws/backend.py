@@ -1,8 +1,8 @@
 """EKS: one managed node group per pool, a capacity reservation for each reserved floor, and
 Auto Scaling scheduled actions for pools with an active window.
 
-Every value comes from the plan; enum strings come from `gpustack.clouds.aws.facts`, which checked them
-when the spec was planned. Pulumi names derive from the pool's plan name (children) or the
+Every value comes from the plan; enum strings come from each pool's `compiled` value (`EksNodeGroup`
+of `managed.py`), checked when the spec was planned. Pulumi names derive from the pool's plan name (children) or the
 target's name (the node role), so adding a workload never renames an existing resource.
 """
 
@@ -16,11 +16,9 @@ from typing import Any, cast
 import pulumi
 import pulumi_aws as aws
 
-from gpustack.backends.base import GpuNodePool
-from gpustack.clouds import CLOUDS
-from gpustack.clouds.aws import facts as eks
+from gpustack.backends.base import POOL_ID, DeployContext, GpuNodePool, checked
+from gpustack.clouds.aws.managed import EksNodeGroup
 from gpustack.plan.model import Plan, Pool, TargetPlan
-from gpustack.schedules import window_crons
 
 # The three managed policies every EKS worker node role carries
 # (https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html), by a short name for
@@ -32,16 +30,14 @@ NODE_POLICIES = {
 }
 
 
-def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
+def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
+    del context  # nothing here depends on the in-cluster layer
     settings = dict(target.settings)
     subnet_ids = [str(s) for s in cast("list[object]", settings["subnet_ids"])]
     role_arn, role_ready = _node_role(target, plan, settings.get("node_role_arn")) if target.pools else ("", [])
-    cloud = CLOUDS.get(target.cloud)
     existing = aws.eks.get_node_groups_output(cluster_name=target.cluster).names if target.pools else None
 
     def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
-        problems = cloud.check_pool(pool)
-        assert not problems, problems  # planning refuses such pools; reaching here is a bug
         assert existing is not None
         return _node_group(target, pool, subnet_ids, role_arn, role_ready, _desired_size(target, pool, existing), opts)
 
@@ -92,10 +88,12 @@ def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[s
 def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn: pulumi.Input[str],
                 role_ready: list[pulumi.Resource], desired_size: pulumi.Input[int],
                 opts: pulumi.ResourceOptions) -> dict[str, Any]:
+    compiled = pool.compiled
+    assert isinstance(compiled, EksNodeGroup)
     tags = pool.attribution
     outputs: dict[str, Any] = {}
     reservation_spec = None
-    if pool.reserved_nodes:
+    if compiled.reservation:
         # A reservation is zonal: the floor lives in the zone of the first subnet, and so does its
         # node group, which launches through a template that targets the reservation.
         subnet_ids = subnet_ids[:1]
@@ -103,18 +101,18 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
         reservation = aws.ec2.CapacityReservation(
             f"{pool.name}-reservation",
             instance_type=pool.instance_type,
-            instance_count=pool.reserved_nodes,
+            instance_count=compiled.reservation.instance_count,
             availability_zone=zone.availability_zone,
-            instance_platform=eks.RESERVATION_INSTANCE_PLATFORM,
-            instance_match_criteria=eks.RESERVATION_MATCH_CRITERIA,
-            end_date_type=eks.RESERVATION_END_DATE_TYPE,
+            instance_platform=compiled.reservation.instance_platform,
+            instance_match_criteria=compiled.reservation.instance_match_criteria,
+            end_date_type=compiled.reservation.end_date_type,
             tags=tags,
             opts=opts)
         reservation_spec = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
             capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
                 capacity_reservation_id=reservation.id))
         outputs["capacity_reservation_id"] = reservation.id
-    template = _launch_template(pool, reservation_spec, opts)
+    template = _launch_template(pool, compiled, reservation_spec, opts)
     # The instance type stays on the node group: EKS fails when both name one.
     launch_template = aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
     node_group = aws.eks.NodeGroup(
@@ -123,44 +121,54 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
         node_group_name=pool.cloud_name,
         node_role_arn=role_arn,
         subnet_ids=subnet_ids,
-        capacity_type=eks.capacity_type(pool.capacity),
-        ami_type=eks.ami_type(pool.instance_type),
+        capacity_type=compiled.capacity_type,
+        ami_type=compiled.ami_type,
         instance_types=[pool.instance_type],
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(
             min_size=pool.min_nodes, max_size=pool.max_nodes, desired_size=desired_size),
         # A floor's update never launches beyond its reservation (gpustack.clouds.aws EKS.floor_upgrade).
         update_config=aws.eks.NodeGroupUpdateConfigArgs(**dict(pool.upgrade.settings)) if pool.upgrade else None,
-        labels=eks.node_labels(pool),
-        taints=[aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=eks.taint_effect(t.effect))
-                for t in pool.taints],
+        labels=dict(compiled.labels),
+        taints=[aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=checked(t.effect))
+                for t in compiled.taints],
         launch_template=launch_template,
         # The autoscaler reads these through eks:DescribeNodegroup for a group at zero (docs/deploy.md).
-        tags={**tags, **eks.node_template_tags(pool)},
+        tags={**tags, **dict(compiled.template_tags)},
         # Nodes cannot join before their role has its policies.
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=role_ready)))
     asg_name = node_group.resources[0].autoscaling_groups[0].name
-    if pool.schedule is not None:
-        _schedules(pool, asg_name, opts)
-    outputs.update(node_pool_id=node_group.id, autoscaling_group_name=asg_name)
+    for action in compiled.schedules:
+        aws.autoscaling.Schedule(
+            f"{pool.name}-{action.suffix}",
+            autoscaling_group_name=asg_name,
+            scheduled_action_name=action.name,
+            recurrence=action.recurrence,
+            time_zone=action.time_zone,
+            min_size=action.min_size,
+            max_size=action.max_size,
+            desired_capacity=action.desired_capacity,
+            opts=opts)
+    outputs.update({POOL_ID: node_group.id, "autoscaling_group_name": asg_name})
     return outputs
 
 
-def _launch_template(pool: Pool, reservation: aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None,
+def _launch_template(pool: Pool, compiled: EksNodeGroup,
+                     reservation: aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None,
                      opts: pulumi.ResourceOptions) -> aws.ec2.LaunchTemplate:
     """The pool's launch template: attribution tags on the instance, its volumes and its network
     interfaces; a root volume sized by the plan; local NVMe for the kubelet and containerd; and, for a
     reserved floor, the capacity reservation to launch into."""
     tags = pool.attribution
-    strategy = eks.local_storage_strategy(pool.instance_type)
+    strategy = compiled.local_storage_strategy
     return aws.ec2.LaunchTemplate(
         f"{pool.name}-launch-template",
         description=f"gpustack pool {pool.name}",
         tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
-                            for kind in eks.TAGGED_AT_LAUNCH],
+                            for kind in compiled.tagged_at_launch],
         block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
-            device_name=eks.ROOT_DEVICE,
+            device_name=compiled.root_device,
             ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
-                volume_size=pool.disk_gib, volume_type=eks.ROOT_VOLUME_TYPE, delete_on_termination="true",
+                volume_size=pool.disk_gib, volume_type=compiled.root_volume_type, delete_on_termination="true",
                 encrypted="true"))],
         user_data=node_config_user_data(strategy) if strategy else None,
         capacity_reservation_specification=reservation,
@@ -181,22 +189,3 @@ def node_config_user_data(local_storage: str) -> str:
             f"      strategy: {local_storage}\n\n--{_BOUNDARY}--\n")
     return base64.b64encode(body.encode("ascii")).decode("ascii")
 
-
-def _schedules(pool: Pool, asg_name: pulumi.Output[str], opts: pulumi.ResourceOptions) -> None:
-    """Start at the window's start with the pool's bounds; stop at its end with 0/0/0."""
-    assert pool.schedule is not None
-    starts, stops = window_crons(pool.schedule)
-    for action, crons, min_size, max_size in (("start", starts, pool.min_nodes, pool.max_nodes),
-                                              ("stop", stops, 0, 0)):
-        for index, cron in enumerate(crons, 1):
-            suffix = action if len(crons) == 1 else f"{action}-{index}"
-            aws.autoscaling.Schedule(
-                f"{pool.name}-{suffix}",
-                autoscaling_group_name=asg_name,
-                scheduled_action_name=f"gpustack-{pool.cloud_name}-{suffix}",
-                recurrence=cron,
-                time_zone=pool.schedule.timezone,
-                min_size=min_size,
-                max_size=max_size,
-                desired_capacity=min_size,
-                opts=opts)

@@ -1,12 +1,12 @@
-"""Amazon EKS: managed node groups, with the enum values gpustack sends to EKS and EC2."""
+"""Amazon EKS: the cloud's facts, and the enum values gpustack sends to EKS and EC2 (chosen per pool by
+the provisioner, `managed.py`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
-from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, FloorUpgradeRule, NameRule, PreviewLogin, Setting
+from gpustack.clouds.base import Cloud, ExampleTarget, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 from gpustack.clouds.kubelet import CPU_TIERS, KubeletReservation
 
 if TYPE_CHECKING:
@@ -124,31 +124,6 @@ def taint_effect(effect: str) -> str | None:
     return _TAINT_EFFECT.get(effect)
 
 
-def pool_enums(pool: Pool) -> list[EnumValue]:
-    """Every enum string the EKS backend sends for `pool`."""
-    values = [
-        EnumValue("capacity_type", f"capacity {pool.capacity!r}", capacity_type(pool.capacity), CAPACITY_TYPES),
-        EnumValue("ami_type", f"instance family {instance_family(pool.instance_type)!r}",
-                  ami_type(pool.instance_type), AMI_TYPES,
-                  f"NVIDIA AMI types are known for {', '.join(sorted(NVIDIA_AMI_TYPE_BY_FAMILY))}"),
-    ]
-    values += [EnumValue("taints.effect", f"taint effect {t.effect!r}", taint_effect(t.effect), TAINT_EFFECTS)
-               for t in pool.taints]
-    values += [EnumValue("tag_specifications.resource_type", "", kind, LAUNCH_TAG_RESOURCE_TYPES)
-               for kind in TAGGED_AT_LAUNCH]
-    values.append(EnumValue("block_device_mappings.ebs.volume_type", "", ROOT_VOLUME_TYPE, VOLUME_TYPES))
-    if (strategy := local_storage_strategy(pool.instance_type)) is not None:
-        values.append(EnumValue("NodeConfig localStorage.strategy", "", strategy, LOCAL_STORAGE_STRATEGIES))
-    if pool.reserved_nodes:
-        values += [
-            EnumValue("instance_platform", "a reserved floor", RESERVATION_INSTANCE_PLATFORM, INSTANCE_PLATFORMS),
-            EnumValue("instance_match_criteria", "a reserved floor", RESERVATION_MATCH_CRITERIA,
-                      INSTANCE_MATCH_CRITERIA),
-            EnumValue("end_date_type", "a reserved floor", RESERVATION_END_DATE_TYPE, END_DATE_TYPES),
-        ]
-    return values
-
-
 # kube-reserved on the EKS-optimized AMIs (AL2023 nodeadm, nodeadm/internal/kubelet/config.go, and the
 # AL2 bootstrap.sh before it): CPU by the same tiers as GKE's, memory by pod density, 11 MiB x maxPods +
 # 255 MiB, whatever the node's RAM; eviction-hard memory.available 100Mi. maxPods is the ENI formula
@@ -211,48 +186,18 @@ class EKS(Cloud):
     # '_' (docstring of aws.eks.NodeGroup.node_group_name, pulumi-aws 7.51.1).
     pool_names = NameRule(63, r"[0-9A-Za-z][A-Za-z0-9\-_]{0,62}", "-",
                           "https://www.pulumi.com/registry/packages/aws/api-docs/eks/nodegroup/")
-    # Managed node groups label nodes with their capacity type; EKS adds no spot taint, so
-    # gpustack declares one on spot pools (secondary sources, see docs/clouds.md).
+    # Managed node groups label nodes with their capacity type (the spot taint: `managed.py`).
     # gp3 root volumes: 1 GiB to 16 TiB (https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html).
     disk_gib_range = (1, 16384, "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html")
     single_zone_floor = ("an EC2 capacity reservation is zonal, and the floor's node group launches in the zone of "
                          "settings.subnet_ids[0]; reserve more zones by hand to spread it "
                          f"({_CAPACITY_RESERVATION_API})")
     spot_node_label = ("eks.amazonaws.com/capacityType", "SPOT")
-    spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")
     # The AL2023 NVIDIA AMIs carry the driver and the container toolkit: "you must disable the operator
     # installation of the driver and toolkit, as these are already included" (_ACCELERATED_AMIS).
     image_has_gpu_driver = True
     image_has_container_toolkit = True
 
-    # Node-group fields that are ForceNew in the Terraform provider pulumi-aws bridges (labels, taints
-    # and scaling update in place); read by `gpustack diff`.
-    _FORCENEW_NODE_GROUP = ("https://github.com/hashicorp/terraform-provider-aws/blob/"
-                            "012e0a32f0686212f447447fd3d81c3d0ce256ad/internal/service/eks/node_group.go")
-    replacing_changes = {
-        "instance_type": f"instance_types is ForceNew on a managed node group ({_FORCENEW_NODE_GROUP})",
-        "capacity": "capacity_type (ON_DEMAND / SPOT) and the launch template that targets a capacity "
-                    f"reservation are ForceNew ({_FORCENEW_NODE_GROUP})",
-        "cluster": f"cluster_name is ForceNew ({_FORCENEW_NODE_GROUP})",
-        "settings.subnet_ids": f"subnet_ids is ForceNew ({_FORCENEW_NODE_GROUP})",
-        "settings.node_role_arn": f"node_role_arn is ForceNew ({_FORCENEW_NODE_GROUP})",
-    }
-
-    def check_pool(self, pool: Pool) -> list[str]:
-        problems = super().check_pool(pool) + enum_problems(self.display_name, pool_enums(pool))
-        problems += [f"node-template tag {key!r} is longer than EKS's {MAX_TAG_KEY} characters"
-                     for key in node_template_tags(pool) if len(key) > MAX_TAG_KEY]
-        if len(pool.taints) > MAX_TAINTS:
-            problems.append(f"{len(pool.taints)} taints; an EKS node group takes at most {MAX_TAINTS}")
-        return problems
-
-    # Spot first: the Cluster Autoscaler's priority expander ranks node groups by regexes on their ids,
-    # highest priority first (https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/
-    # expander/priority/readme.md). A managed node group's id is the name of the Auto Scaling group EKS
-    # creates for it, `eks-<node group name>-<uuid>`: AWS chooses it, and the expander sees it, not the
-    # node group's name (kubernetes/autoscaler#3871; shape in terraform-aws-modules/terraform-aws-eks#3007,
-    # the bare `eks-<uuid>` of early node groups in aws/containers-roadmap#1304). gpustack does not run
-    # the autoscaler on EKS.
     # The autoscaler's GPU label (GPULabel in cloudprovider/aws/aws_cloud_provider.go); EKS does not put it
     # on nodes, so node groups declare it: without it the autoscaler does not wait for the device plugin
     # and starts more nodes while the first ones come up.
@@ -267,12 +212,3 @@ class EKS(Cloud):
         max_surge=0, max_unavailable=1, default_surge=lambda nodes: max(2 * 1, 1),
         source="https://docs.aws.amazon.com/eks/latest/APIReference/API_NodegroupUpdateConfig.html; "
                "https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html")
-    fallback_mechanism = FallbackMechanism(
-        PRIORITY_EXPANDER,
-        node_group=r"^eks-{pool}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
-        node_group_example="eks-{pool}-40bbb26b-8679-eb64-d33a-4ba475413529",
-        namespace="kube-system",  # where the upstream manifests and the Helm chart's docs run it
-        user_action="run the Cluster Autoscaler in kube-system with --expander=priority (Helm chart "
-                    "cluster-autoscaler: extraArgs.expander=priority)",
-        source="https://github.com/kubernetes/autoscaler/issues/3871",
-    )

@@ -21,7 +21,8 @@ from gpustack.guardrails.view import ON_DEMAND, RESERVED, SPOT
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 SCHEDULE = "aws:autoscaling/schedule:Schedule"
-_EFFECTS = {str(facts.taint_effect(effect)): effect for effect in TAINT_EFFECTS.values}
+# The compile seam's mapping, read backwards: the cloud's spelling -> the plan's (Kubernetes) one.
+_EFFECTS = {spelled: effect for effect in TAINT_EFFECTS.values if (spelled := facts.taint_effect(effect))}
 _CAPACITIES = {"SPOT": SPOT, "CAPACITY_BLOCK": RESERVED}
 
 

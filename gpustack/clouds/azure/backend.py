@@ -1,7 +1,7 @@
 """AKS: one user agent pool per planned pool, and a capacity reservation for each reserved floor.
 
-Every value comes from the plan or from `gpustack.clouds.azure.facts` (the enum strings, checked when the
-spec was planned); nothing is decided here. Logical names derive from the plan's pool name, so
+Every value comes from the plan, the enum strings from each pool's `compiled` value (`AksAgentPool` of
+`managed.py`, checked when the spec was planned); nothing is decided here. Logical names derive from the plan's pool name, so
 adding a workload or reordering the spec never renames an existing resource.
 """
 
@@ -16,13 +16,13 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import compute, containerservice
 
-from gpustack.backends.base import GpuNodePool
-from gpustack.clouds.azure import facts
+from gpustack.backends.base import POOL_ID, DeployContext, GpuNodePool
+from gpustack.clouds.azure.managed import AksAgentPool
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
 
-def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
-    del plan  # everything needed is in the target
+def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
+    del plan, context  # everything needed is in the target
     resource_group = str(dict(target.settings)["resource_group"])
     build = functools.partial(_agent_pool, target, resource_group)
     return {pool.name: GpuNodePool(target.cloud, pool, build) for pool in target.pools}
@@ -48,15 +48,16 @@ def _without_version_aliases(args: pulumi.ResourceTransformationArgs) -> pulumi.
 
 def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
     opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[_without_version_aliases]))
-    enums = facts.agent_pool_enums(pool)
+    compiled = pool.compiled
+    assert isinstance(compiled, AksAgentPool)
     args: dict[str, Any] = dict(
         resource_group_name=resource_group,
         resource_name_=target.cluster,
         agent_pool_name=pool.cloud_name,
-        mode=enums["mode"],
-        os_type=enums["os_type"],
-        os_sku=enums["os_sku"],
-        type=enums["type"],
+        mode=compiled.mode,
+        os_type=compiled.os_type,
+        os_sku=compiled.os_sku,
+        type=compiled.type,
         vm_size=pool.instance_type,
         enable_auto_scaling=True,
         min_count=pool.min_nodes,
@@ -64,18 +65,18 @@ def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulum
         count=pool.min_nodes,
         os_disk_size_gb=pool.disk_gib,
         node_labels=dict(pool.labels),
-        node_taints=[f"{t.key}={t.value}:{t.effect}" for t in pool.taints],
+        node_taints=list(compiled.node_taints),
         # Attribution, and the node-template tags the autoscaler reads from the pool's scale set at zero.
-        tags=facts.agent_pool_tags(pool),
-        scale_set_priority=enums["scale_set_priority"],
-        gpu_profile=containerservice.GPUProfileArgs(driver=enums["gpu_driver"]),
+        tags=dict(compiled.tags),
+        scale_set_priority=compiled.scale_set_priority,
+        gpu_profile=containerservice.GPUProfileArgs(driver=compiled.gpu_driver),
     )
-    if "scale_set_eviction_policy" in enums:
-        args.update(scale_set_eviction_policy=enums["scale_set_eviction_policy"], spot_max_price=facts.SPOT_MAX_PRICE)
+    if compiled.scale_set_eviction_policy is not None:
+        args.update(scale_set_eviction_policy=compiled.scale_set_eviction_policy, spot_max_price=compiled.spot_max_price)
     if pool.upgrade:  # a floor is reimaged in place, never surged beyond its reservation
         args["upgrade_settings"] = containerservice.AgentPoolUpgradeSettingsArgs(**dict(pool.upgrade.settings))
-    if "gpu_instance_profile" in enums:
-        args["gpu_instance_profile"] = enums["gpu_instance_profile"]
+    if compiled.gpu_instance_profile is not None:
+        args["gpu_instance_profile"] = compiled.gpu_instance_profile
     outputs: dict[str, Any] = {}
     # The autoscaler owns the node count once the pool exists; `count` only sizes the first creation.
     pool_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["count"]))
@@ -86,7 +87,7 @@ def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulum
         pool_opts = pulumi.ResourceOptions.merge(pool_opts, pulumi.ResourceOptions(depends_on=[reservation]))
         outputs["capacity_reservation_group_id"] = group.id
     agent_pool = containerservice.AgentPool(pool.name, **args, opts=pool_opts)
-    outputs["id"] = agent_pool.id
+    outputs[POOL_ID] = agent_pool.id
     return outputs
 
 

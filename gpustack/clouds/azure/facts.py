@@ -1,8 +1,9 @@
 """Azure AKS: user agent pools.
 
-Every enum string the AKS backend sends is chosen here (`agent_pool_enums`) and checked against the
-values the API accepts (`ALLOWED`) when a spec is planned, so a wrong value is a located problem of
-`gpustack validate`, not an error halfway through `pulumi up`.
+Every enum string the AKS backend sends is chosen here (`agent_pool_enums`), compiled into the plan by
+the provisioner (`managed.py`) and checked against the values the API accepts (`ALLOWED`) when a spec
+is planned, so a wrong value is a located problem of `gpustack validate`, not an error halfway
+through `pulumi up`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import re
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
+from gpustack.clouds._enums import Allowed
 from gpustack.clouds.azure import acceptance
-from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
+from gpustack.clouds.base import Cloud, ExampleTarget, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -57,7 +58,7 @@ GPU_DRIVER = "Install"
 # (https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/tag-resources#limitations).
 TAG_NAME_FORBIDDEN = "<>%&\\?/"
 # Label keys that are gpustack's or NVIDIA's own and never become tags (as `backends.base.attribution`).
-_NOT_TAGS = ("gpustack.dev/", "nvidia.com/", "kubernetes.azure.com/")
+NOT_TAGS = ("gpustack.dev/", "nvidia.com/", "kubernetes.azure.com/")
 
 # The gpuInstanceProfile each generic MIG shape maps to: one profile for every GPU of the pool
 # (MicrosoftDocs/azure-aks-docs articles/aks/gpu-multi-instance.md; GPUInstanceProfile enum).
@@ -104,12 +105,7 @@ def gpu_instance_profile(shape_key: str) -> str | None:
     return _MIG_KEYS.get(shape_key)
 
 
-def mig_profile_names(pool: Pool) -> tuple[str, ...]:
-    """The MIG profiles a pool's GPUs are partitioned into (one on AKS)."""
-    return tuple(sorted({profile for group in pool.sharing.mig for profile, _ in group.layout}))
-
-
-def agent_pool_enums(pool: Pool) -> dict[str, str | None]:
+def agent_pool_enums(pool: "Pool") -> dict[str, str | None]:
     """Every enum field of the pool's AgentPool, by its SDK argument name (`gpu_driver`: gpu_profile.driver)."""
     spot = pool.capacity == "spot"
     values: dict[str, str | None] = {
@@ -120,7 +116,7 @@ def agent_pool_enums(pool: Pool) -> dict[str, str | None]:
     if spot:
         values["scale_set_eviction_policy"] = SPOT_EVICTION_POLICY
     if pool.sharing.mode == "mig":
-        profiles = mig_profile_names(pool)
+        profiles = pool.mig_profiles
         values["gpu_instance_profile"] = gpu_instance_profile(_shape_of(profiles[0])) if profiles else None
     return values
 
@@ -168,15 +164,13 @@ class AKS(Cloud):
     unsupported = {
         Feature.MIG_MIXED_LAYOUTS: "AKS creates one MIG profile per agent pool (gpuInstanceProfile); "
                                    "mixed profiles exist only in a preview API",
-        Feature.NATIVE_SCHEDULE: "AKS has no scheduled scaling of agent pools; the in-cluster auto-stop covers it",
     }
     # osDiskSizeGB: at most 2048 (AGENT_POOL_API); 30 GiB is the smallest Linux node image disk.
     disk_gib_range = (30, 2048, AGENT_POOL_API)
-    # Spot pools get this label and taint from AKS (confirmed in the AKS spot node pool docs).
     # gpuInstanceProfile partitions the pool's GPUs; the device plugin still needs a MIG strategy.
     native_mig_partitioning = True
+    # Spot pools get this label from AKS (and a taint: `managed.py`).
     spot_node_label = ("kubernetes.azure.com/scalesetpriority", "spot")
-    spot_taint = ("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")
     # The agent pool reports AKS's spot label in nodeLabels: declared, so a refresh shows no drift
     # (azurerm_kubernetes_cluster_node_pool docs, `priority`: "add the applicable node_labels and
     # node_taints as per the Azure Documentation", https://registry.terraform.io/providers/hashicorp/azurerm/
@@ -219,51 +213,14 @@ class AKS(Cloud):
         smallest_one = min(ones, key=_memory_gb) if ones else None
         return tuple(p for p in plain if _shape_of(p) != "1g" or p == smallest_one)
 
-    def check_pool(self, pool: Pool) -> list[str]:
-        problems = super().check_pool(pool)
-        profiles = mig_profile_names(pool)
-        if len(profiles) > 1:
-            problems.append(f"an AKS agent pool takes one MIG profile (gpuInstanceProfile); this pool has "
-                            f"{', '.join(profiles)}")
-        problems.extend(check_enums(agent_pool_enums(pool), ALLOWED, "AKS"))
-        tags = agent_pool_tags(pool)
-        if len(tags) > MAX_TAGS:
-            problems.append(f"{len(tags)} tags on the agent pool (attribution labels and the autoscaler's "
-                            f"node-template labels, taints and resources); Azure allows {MAX_TAGS} per resource: "
-                            "use fewer attribution labels")
-        return problems
-
     def check_label(self, key: str, value: str) -> list[str]:
         del value
-        if key.startswith(_NOT_TAGS) or not any(c in TAG_NAME_FORBIDDEN for c in key):
+        if key.startswith(NOT_TAGS) or not any(c in TAG_NAME_FORBIDDEN for c in key):
             return []
         return [f"label {key!r} becomes an Azure tag, and tag names cannot contain any of "
                 f"{' '.join(TAG_NAME_FORBIDDEN)} (https://learn.microsoft.com/en-us/azure/"
                 "azure-resource-manager/management/tag-resources#limitations); use a key without them"]
 
-    # Agent-pool properties AKS cannot change after creation; read by `gpustack diff`. A key
-    # "field:value" matches a change to or from that value only.
-    _FORCENEW_PULUMI = "https://github.com/pulumi/pulumi-azure-native/pull/3655"
-    _FORCENEW_POOL_ID = "https://learn.microsoft.com/en-us/rest/api/aks/agent-pools/create-or-update"
-    replacing_changes = {
-        "instance_type": "AKS cannot change the VM size of a node pool after it is created "
-                         "(https://learn.microsoft.com/en-us/azure/aks/manage-node-pools#limitations); "
-                         f"pulumi-azure-native replaces the pool ({_FORCENEW_PULUMI})",
-        "sharing.mig": "AKS cannot change the GPU instance profile (gpuInstanceProfile) after node pool creation "
-                       "(https://learn.microsoft.com/en-us/azure/aks/gpu-multi-instance); pulumi-azure-native "
-                       f"replaces the pool ({_FORCENEW_PULUMI})",
-        "capacity:spot": "AKS cannot change a pool's scaleSetPriority (Spot or Regular) after creation "
-                         "(https://learn.microsoft.com/en-us/azure/aks/spot-node-pool#limitations)",
-        "cluster": f"the cluster name is part of the agent pool's resource id ({_FORCENEW_POOL_ID})",
-        "settings.resource_group": f"the resource group is part of the agent pool's resource id ({_FORCENEW_POOL_ID})",
-    }
-
-    # Spot first: AKS runs the Cluster Autoscaler itself; its expander is the cluster's autoscaler
-    # profile (ManagedCluster autoScalerProfile.expander, default `random`), which gpustack does not
-    # own, and `priority` reads kube-system/cluster-autoscaler-priority-expander (AKS blog "Scaling
-    # safely with Azure AKS spot node pools", Azure/AKS blog/_posts/2025-07-17-Scaling-safely-with-spot-on-aks.md).
-    # A node group's id is the pool's scale set, `aks-<agent pool name>-<number>-vmss` (Azure provider
-    # README note, kubernetes/autoscaler#1896; node names such as aks-nodepool1-27324113-vmss000000).
     # The autoscaler's GPU label (GPULabel in cloudprovider/azure/azure_cloud_provider.go), which AKS puts
     # on GPU nodes itself (a reserved label: https://learn.microsoft.com/en-us/azure/aks/use-labels).
     gpu_label = GPU_LABEL
@@ -275,16 +232,6 @@ class AKS(Cloud):
         max_surge=0, max_unavailable=1, default_surge=lambda nodes: 1,
         source="https://learn.microsoft.com/en-us/azure/aks/upgrade-aks-node-pools-rolling; "
                "https://learn.microsoft.com/en-us/azure/aks/use-capacity-reservation-groups")
-    fallback_mechanism = FallbackMechanism(
-        PRIORITY_EXPANDER,
-        node_group=r"^aks-{pool}-[0-9]+-vmss$",
-        node_group_example="aks-{pool}-27324113-vmss",
-        namespace="kube-system",  # the AKS-managed autoscaler reads its ConfigMap there (blog post below)
-        user_action="set the cluster's autoscaler profile expander to priority (az aks update "
-                    "--cluster-autoscaler-profile expander=priority; ManagedCluster autoScalerProfile.expander)",
-        source="https://github.com/Azure/AKS/blob/master/blog/_posts/2025-07-17-Scaling-safely-with-spot-on-aks.md",
-    )
-
 
 def _shape_of(profile: str) -> str:
     return profile.split(".", 1)[0]

@@ -3,7 +3,7 @@ Compute Engine reservation for each reserved floor.
 
 GKE has no scheduled scaling of node pools; the plan says so for every scheduled pool and the
 in-cluster auto-stop covers it. Every value comes from the plan; enum strings come from
-`gpustack.clouds.gcp.facts`, which checked them when the spec was planned. Pulumi names derive from the
+each pool's `compiled` value (`GkeNodePool` of `managed.py`), checked when the spec was planned. Pulumi names derive from the
 pool's plan name, so adding a workload never renames an existing resource.
 """
 
@@ -15,9 +15,8 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from gpustack.backends.base import GpuNodePool
-from gpustack.clouds import CLOUDS
-from gpustack.clouds.gcp import facts as gke
+from gpustack.backends.base import POOL_ID, DeployContext, GpuNodePool, checked
+from gpustack.clouds.gcp.managed import GkeNodePool
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
 # initial_node_count forces a new node pool when it changes, and the autoscaler changes the live
@@ -25,13 +24,10 @@ from gpustack.plan.model import Plan, Pool, TargetPlan
 _INITIAL_COUNT_IGNORED = ["initialNodeCount"]
 
 
-def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
-    del plan  # everything a GKE pool needs is on the target
-    cloud = CLOUDS.get(target.cloud)
+def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
+    del plan, context  # everything a GKE pool needs is on the target
 
     def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
-        problems = cloud.check_pool(pool)
-        assert not problems, problems  # planning refuses such pools; reaching here is a bug
         return _node_pool(target, pool, opts)
 
     return {pool.name: GpuNodePool(target.cloud, pool, build) for pool in target.pools}
@@ -42,15 +38,17 @@ def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> 
     project = settings.get("project")
     # The plan's zones: those of settings.node_locations that offer the pool's GPU.
     zones = list(pool.zones)
-    accelerator = gke.accelerator_type(pool.gpu, pool.instance_type)
+    compiled = pool.compiled
+    assert isinstance(compiled, GkeNodePool)
+    accelerator = checked(compiled.accelerator_type)
     outputs: dict[str, Any] = {}
     reservation_affinity = None
-    if pool.reserved_nodes:
+    if compiled.reservation:
         # Reservations are zonal: one per zone of the plan's spread (all under the pool's reservation
         # name, unique per zone), else the whole floor in the first zone.
         parts = list(pool.reservations) or [(zones[0], pool.reserved_nodes)]
         zones = [zone for zone, _ in parts]
-        name = gke.reservation_name(target.cluster, pool.cloud_name)
+        name = compiled.reservation.name
         for zone, count in parts:
             suffix = "" if len(parts) == 1 and not pool.reservations else f"-{zone}"
             gcp.compute.Reservation(
@@ -69,7 +67,8 @@ def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> 
                 specific_reservation_required=True,
                 opts=opts)
         reservation_affinity = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
-            consume_reservation_type=gke.RESERVATION_AFFINITY, key=gke.RESERVATION_KEY, values=[name])
+            consume_reservation_type=compiled.reservation.consume_reservation_type, key=compiled.reservation.key,
+            values=[name])
         outputs["reservation_name"] = name
     node_pool = gcp.container.NodePool(
         f"{pool.name}-node-pool",
@@ -80,40 +79,36 @@ def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> 
         node_locations=zones or None,
         initial_node_count=math.ceil(pool.min_nodes / len(zones)) if pool.min_nodes and zones else None,
         autoscaling=gcp.container.NodePoolAutoscalingArgs(
-            total_min_node_count=pool.min_nodes,
-            total_max_node_count=pool.max_nodes,
-            location_policy=gke.SPOT_LOCATION_POLICY if pool.capacity == "spot" else None,
-        ),
+            total_min_node_count=pool.min_nodes, total_max_node_count=pool.max_nodes,
+            location_policy=compiled.location_policy),
         node_config=gcp.container.NodePoolNodeConfigArgs(
             machine_type=pool.instance_type,
             disk_size_gb=pool.disk_gib,
-            spot=True if pool.capacity == "spot" else None,
+            spot=True if compiled.spot else None,
             labels=dict(pool.labels),
-            resource_labels=gke.resource_labels(pool),
-            taints=[
-                gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=gke.taint_effect(t.effect))
-                for t in pool.taints
-            ],
-            guest_accelerators=[_accelerator(pool, accelerator)],
+            resource_labels=dict(compiled.resource_labels),
+            taints=[gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=checked(t.effect))
+                    for t in compiled.taints],
+            guest_accelerators=[_accelerator(pool, compiled)],
             reservation_affinity=reservation_affinity),
         # A floor's nodes are recreated one at a time inside its reservation, never surged beyond it.
         upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(**dict(pool.upgrade.settings))
         if pool.upgrade else None,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=_INITIAL_COUNT_IGNORED)))
-    outputs["node_pool_id"] = node_pool.id
+    outputs[POOL_ID] = node_pool.id
     return outputs
 
 
-def _accelerator(pool: Pool, accelerator: str | None) -> gcp.container.NodePoolNodeConfigGuestAcceleratorArgs:
+def _accelerator(pool: Pool, compiled: GkeNodePool) -> gcp.container.NodePoolNodeConfigGuestAcceleratorArgs:
     sharing = None
-    if pool.sharing.mode in ("time-slicing", "mps"):
+    if compiled.gpu_sharing_strategy is not None:
         sharing = gcp.container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
-            gpu_sharing_strategy=gke.sharing_strategy(pool.sharing.mode),
-            max_shared_clients_per_gpu=pool.sharing.replicas)
+            gpu_sharing_strategy=compiled.gpu_sharing_strategy,
+            max_shared_clients_per_gpu=checked(compiled.max_shared_clients_per_gpu))
     return gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
-        type=accelerator,
+        type=checked(compiled.accelerator_type),
         count=pool.gpus_per_node,
-        gpu_partition_size=gke.partition_size(pool) if pool.sharing.mode == "mig" else None,
+        gpu_partition_size=compiled.gpu_partition_size,
         gpu_sharing_config=sharing,
         gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
-            gpu_driver_version=gke.GPU_DRIVER_VERSION))
+            gpu_driver_version=compiled.gpu_driver_version))

@@ -1,5 +1,5 @@
-"""Google GKE: node pools with native GPU time-sharing and MIG partitions, and the enum values
-gpustack sends to GKE and Compute Engine."""
+"""Google GKE: node pools with native GPU time-sharing and MIG partitions; the cloud's facts, and the
+enum values gpustack sends to GKE and Compute Engine (chosen per pool by the provisioner, `managed.py`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import re
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
+from gpustack.clouds.base import Cloud, ExampleTarget, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 from gpustack.clouds.gcp import acceptance
-from gpustack.clouds._enums import EnumValue, enum_problems
-from gpustack.clouds.base import COMPUTE_CLASS, Cloud, ExampleTarget, FallbackMechanism, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from gpustack.catalog import InstanceType
@@ -106,48 +105,20 @@ def taint_effect(effect: str) -> str | None:
     return _TAINT_EFFECT.get(effect)
 
 
-def partition_size(pool: Pool) -> str | None:
+def partition_sizes(gpu: str) -> tuple[str, ...]:
+    """The MIG profiles GKE's device plugin accepts on `gpu` (none when it has no MIG)."""
+    return _PARTITION_SIZES.get(gpu, ())
+
+
+def partition_size(pool: "Pool") -> str | None:
     """The one MIG profile GKE cuts every GPU of a MIG pool into (None when not exactly one)."""
-    profiles = {profile for group in pool.sharing.mig for profile, _ in group.layout}
-    return profiles.pop() if len(profiles) == 1 else None
-
-
-def resource_labels(pool: Pool) -> dict[str, str]:
-    """The pool's attribution labels, as Compute Engine labels on its VMs (checked by `check_pool`)."""
-    return pool.attribution
+    return pool.mig_profiles[0] if len(pool.mig_profiles) == 1 else None
 
 
 def reservation_name(cluster: str, pool_cloud_name: str) -> str:
     """A reservation name unique per project and zone: the cluster's name and the pool's."""
     cluster_name = cluster.rsplit("/", 1)[-1]
     return RESERVATION_NAMES.make(f"{cluster}/{pool_cloud_name}", f"{cluster_name}-{pool_cloud_name}")
-
-
-def pool_enums(pool: Pool) -> list[EnumValue]:
-    """Every enum string the GKE backend sends for `pool`."""
-    values = [
-        EnumValue("guest_accelerators.type", f"GPU {pool.gpu!r} on {pool.instance_type!r}",
-                  accelerator_type(pool.gpu, pool.instance_type), ACCELERATORS,
-                  f"GKE accelerator types are known for {', '.join(sorted(ACCELERATOR_TYPES))}"),
-        EnumValue("gpu_driver_installation_config.gpu_driver_version", "the GKE-managed driver",
-                  GPU_DRIVER_VERSION, GPU_DRIVER_VERSIONS),
-    ]
-    if pool.sharing.mode == "mig":
-        values.append(EnumValue("guest_accelerators.gpu_partition_size",
-                                f"the MIG profiles of the pool on {pool.gpu}", partition_size(pool),
-                                frozenset(_PARTITION_SIZES.get(pool.gpu, ())),
-                                "GKE cuts every GPU of a node pool into one partition size"))
-    elif pool.sharing.mode != "none":
-        values.append(EnumValue("gpu_sharing_config.gpu_sharing_strategy", f"sharing {pool.sharing.mode!r}",
-                                sharing_strategy(pool.sharing.mode), SHARING_STRATEGIES))
-    values += [EnumValue("taints.effect", f"taint effect {t.effect!r}", taint_effect(t.effect), TAINT_EFFECTS)
-               for t in pool.taints]
-    if pool.capacity == "spot":
-        values.append(EnumValue("autoscaling.location_policy", "a spot pool", SPOT_LOCATION_POLICY, LOCATION_POLICIES))
-    if pool.reserved_nodes:
-        values.append(EnumValue("reservation_affinity.consume_reservation_type", "a reserved floor",
-                                RESERVATION_AFFINITY, RESERVATION_AFFINITY_TYPES))
-    return values
 
 
 def label_problem(key: str, value: str) -> str | None:
@@ -212,7 +183,6 @@ class GKE(Cloud):
                           "https://github.com/pulumi/pulumi-gcp/issues/1510")
     unsupported = {
         Feature.MIG_MIXED_LAYOUTS: "GKE partitions every GPU of a node pool with one gpu_partition_size",
-        Feature.NATIVE_SCHEDULE: "GKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
         # HAMi replaces the NVIDIA device plugin on its nodes; on GKE that plugin is GKE's own, which
         # gpustack keeps (no GPU Operator), so a second plugin would advertise the same GPUs.
         Feature.FRACTIONAL_SHARING: "GKE runs its own NVIDIA device plugin on GPU nodes, which HAMi's would "
@@ -220,10 +190,8 @@ class GKE(Cloud):
     }
     # GKE's own label keys (the ComputeClass label below) are not attribution labels.
     own_label_prefixes = ("cloud.google.com/",)
-    # Spot nodes carry cloud.google.com/gke-spot=true (confirmed); whether GKE Standard also taints
-    # them is unconfirmed, so pools declare the taint themselves.
+    # Spot nodes carry cloud.google.com/gke-spot=true (confirmed; the taint: `managed.py`).
     spot_node_label = ("cloud.google.com/gke-spot", "true")
-    spot_taint = ("cloud.google.com/gke-spot", "true", "NoSchedule")
     # GKE installs the driver (GPU_DRIVER_VERSION) and runs its own device plugin (_GKE_GPUS).
     image_has_gpu_driver = True
     image_has_container_toolkit = True
@@ -276,46 +244,10 @@ class GKE(Cloud):
         allowed = _PARTITION_SIZES.get(gpu, ())
         return tuple(p for p in mig_profiles if p in allowed)
 
-    # Node-pool fields that are ForceNew in the Terraform provider pulumi-gcp bridges (labels, taints,
-    # node_locations and autoscaling update in place); read by `gpustack diff`.
-    _FORCENEW_NODE_CONFIG = ("https://github.com/hashicorp/terraform-provider-google/blob/"
-                             "8da4e91560e76da82f5cb52bc4c4d16dcd034bf8/google/services/container/node_config.go")
-    _FORCENEW_NODE_POOL = ("https://github.com/hashicorp/terraform-provider-google/blob/"
-                           "8da4e91560e76da82f5cb52bc4c4d16dcd034bf8/google/services/container/"
-                           "resource_container_node_pool.go")
-    _FORCENEW_ACCELERATOR = ("the GKE API does not update an accelerator's type or count in place "
-                             "(https://github.com/GoogleCloudPlatform/magic-modules/pull/18493)")
-    replacing_changes = {
-        "instance_type": f"node_config.machine_type is ForceNew ({_FORCENEW_NODE_CONFIG})",
-        "gpu": f"guest_accelerator.type is ForceNew ({_FORCENEW_NODE_CONFIG}); {_FORCENEW_ACCELERATOR}",
-        "gpus_per_node": f"guest_accelerator.count is ForceNew ({_FORCENEW_NODE_CONFIG}); {_FORCENEW_ACCELERATOR}",
-        "capacity": f"node_config.spot and node_config.reservation_affinity are ForceNew ({_FORCENEW_NODE_CONFIG})",
-        "sharing.mode": f"guest_accelerator.gpu_sharing_config is ForceNew ({_FORCENEW_NODE_CONFIG})",
-        "sharing.replicas": "guest_accelerator.gpu_sharing_config.max_shared_clients_per_gpu is ForceNew "
-                            f"({_FORCENEW_NODE_CONFIG})",
-        "sharing.mig": f"guest_accelerator.gpu_partition_size is ForceNew ({_FORCENEW_NODE_CONFIG})",
-        "cluster": f"cluster is ForceNew ({_FORCENEW_NODE_POOL})",
-        "settings.project": f"project is ForceNew ({_FORCENEW_NODE_POOL})",
-    }
-
-    def check_pool(self, pool: Pool) -> list[str]:
-        problems = super().check_pool(pool) + enum_problems(self.display_name, pool_enums(pool))
-        replicas = pool.sharing.replicas
-        if pool.sharing.mode in _SHARING_STRATEGY and not (
-                replicas and MIN_SHARED_CLIENTS_PER_GPU <= replicas <= (self.max_shared_clients_per_gpu or 0)):
-            problems.append(f"max_shared_clients_per_gpu: {replicas} clients per GPU; GKE takes "
-                            f"{MIN_SHARED_CLIENTS_PER_GPU} to {self.max_shared_clients_per_gpu}")
-        return problems + label_problems(resource_labels(pool))
-
     def check_label(self, key: str, value: str) -> list[str]:
         found = label_problem(key, value)
         return [found] if found else []
 
-    # Spot first: GKE's autoscaler has no priority expander; a custom ComputeClass (cloud.google.com/v1)
-    # lists node pools in priority order and GKE falls back to the next when one cannot scale up
-    # (GKE 1.30.3-gke.1451000 or later, Standard and Autopilot). Node pools created by hand join a class
-    # with the node label and the NoSchedule taint `cloud.google.com/compute-class=<class>`, and pods
-    # select it with that node selector (about-custom-compute-classes#gke-standard-pools-compute-classes).
     # GKE labels GPU nodes cloud.google.com/gke-accelerator itself (GPULabel in cloudprovider/gce/
     # gce_cloud_provider.go), and its device plugin names every MIG partition nvidia.com/gpu.
     gpu_label = "cloud.google.com/gke-accelerator"
@@ -328,11 +260,3 @@ class GKE(Cloud):
         max_surge=0, max_unavailable=1, default_surge=lambda nodes: 1,
         source="https://cloud.google.com/kubernetes-engine/docs/concepts/node-pool-upgrade-strategies; "
                "https://cloud.google.com/kubernetes-engine/docs/how-to/node-upgrades-quota")
-    fallback_mechanism = FallbackMechanism(
-        COMPUTE_CLASS,
-        pool_marker="cloud.google.com/compute-class",
-        api_version="cloud.google.com/v1",
-        user_action="run GKE 1.30.3-gke.1451000 or later and select the class in the pods "
-                    "(nodeSelector cloud.google.com/compute-class: <class>)",
-        source="https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes",
-    )

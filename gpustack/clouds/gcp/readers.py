@@ -20,7 +20,8 @@ from gpustack.guardrails.reading import (
 from gpustack.guardrails.view import ON_DEMAND, RESERVED, SPOT
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
-_EFFECTS = {str(facts.taint_effect(effect)): effect for effect in TAINT_EFFECTS.values}
+# The compile seam's mapping, read backwards: the cloud's spelling -> the plan's (Kubernetes) one.
+_EFFECTS = {spelled: effect for effect in TAINT_EFFECTS.values if (spelled := facts.taint_effect(effect))}
 
 
 def read_node_pool(r: Reader) -> Fields:

@@ -1,8 +1,9 @@
 """OKE: one managed node pool per planned pool, capacity reservations for reserved floors, and the
 Cluster Autoscaler add-on holding every pool's bounds.
 
-Every value comes from the plan, the target's settings or `gpustack.clouds.oci.facts` (the enum strings,
-checked when the spec was planned); nothing is decided here. Logical names derive from the plan's
+Every value comes from the plan, the target's settings or `gpustack.clouds.oci.facts`; the enum strings
+and the cloud-init script from each pool's `compiled` value (`OkeNodePool` of `managed.py`, checked
+when the spec was planned); nothing is decided here. Logical names derive from the plan's
 pool name (and the target name for the add-on), so reordering the spec never renames a resource.
 """
 
@@ -18,16 +19,11 @@ from typing import Any, cast
 import pulumi
 import pulumi_oci as oci
 
-from gpustack.backends.base import GpuNodePool
+from gpustack.backends.base import POOL_ID, DeployContext, GpuNodePool
 from gpustack.clouds.oci import facts
+from gpustack.clouds.oci.managed import OkeNodePool
 from gpustack.plan.model import Plan, Pool, TargetPlan
 from gpustack.render.autoscaling import needs_node_group_ids
-
-# The managed-node cloud-init: fetch OKE's own init script and pass kubelet arguments to it
-# (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengusingcustomcloudinitscripts.htm).
-# OKE node pools have no taint field, so the kubelet registers the pool's taints itself.
-_OKE_INIT = ('curl --fail -H "Authorization: Bearer Oracle" -L0 '
-             "http://169.254.169.254/opc/v2/instance/metadata/oke_init_script | base64 --decode >/var/run/oke-init.sh")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +39,7 @@ class _Where:
     availability_domains: pulumi.Output[list[str]]  # sorted
 
 
-def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
+def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
     del plan  # everything needed is in the target
     settings = dict(target.settings)
     compartment = str(settings["compartment_id"])
@@ -75,8 +71,8 @@ def declare(target: TargetPlan, plan: Plan) -> dict[str, GpuNodePool]:
     pools = {pool.name: GpuNodePool(target.cloud, pool, functools.partial(_node_pool, where)) for pool in target.pools}
     if wants_addon:
         # The priority expander only together with its ConfigMap, which needs the in-cluster layer.
-        priority = needs_node_group_ids(target) and pulumi.Config("gpustack").get_secret("kubeconfig") is not None
-        _autoscaler(target, [(pools[p.name].outputs["id"], p) for p in sorted(target.pools, key=lambda p: p.name)],
+        priority = needs_node_group_ids(target) and context.in_cluster
+        _autoscaler(target, [(pools[p.name].outputs[POOL_ID], p) for p in sorted(target.pools, key=lambda p: p.name)],
                     priority)
     return pools
 
@@ -109,6 +105,8 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
+    compiled = pool.compiled
+    assert isinstance(compiled, OkeNodePool)
     tags = pool.attribution
     outputs: dict[str, Any] = {}
     if pool.reserved_nodes:
@@ -124,9 +122,9 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
             lambda a: [_placement(where.subnet_id, a[0], capacity_reservation_id=a[1])])
         outputs["capacity_reservation_id"] = reservation.id
     else:
-        spot = pool.capacity == "spot"
         placements = where.availability_domains.apply(
-            lambda names: [_placement(where.subnet_id, name, preemptible=spot) for name in names])
+            lambda names: [_placement(where.subnet_id, name, preemption_action=compiled.preemption_action)
+                           for name in names])
     node_pool = oci.containerengine.NodePool(
         pool.name,
         cluster_id=where.cluster_id,
@@ -135,14 +133,14 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
         node_shape=pool.instance_type,
         kubernetes_version=where.kubernetes_version,
         node_source_details=oci.containerengine.NodePoolNodeSourceDetailsArgs(
-            image_id=where.image_id, source_type=facts.NODE_SOURCE_TYPE,
+            image_id=where.image_id, source_type=compiled.node_source_type,
             boot_volume_size_in_gbs=str(pool.disk_gib)),
         node_config_details=oci.containerengine.NodePoolNodeConfigDetailsArgs(
             size=pool.min_nodes, placement_configs=placements, freeform_tags=tags),
         initial_node_labels=[oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v) for k, v in pool.labels],
         # The kubelet registers the taints through the cloud-init; the autoscaler reads them for a pool at
         # zero from kubelet-extra-args (gpustack.clouds.oci.KUBELET_EXTRA_ARGS).
-        node_metadata={"user_data": user_data(pool), facts.KUBELET_EXTRA_ARGS: facts.register_with_taints(pool)},
+        node_metadata={"user_data": user_data(compiled), facts.KUBELET_EXTRA_ARGS: compiled.kubelet_extra_args},
         # A floor's nodes are cycled one at a time without an instance beyond its reservation.
         node_pool_cycling_details=oci.containerengine.NodePoolNodePoolCyclingDetailsArgs(
             **dict(pool.upgrade.settings)) if pool.upgrade else None,
@@ -156,32 +154,26 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
             "nodeConfigDetails.size",
             *([] if where.image_pinned else ["nodeSourceDetails.imageId", "kubernetesVersion"])])),
     )
-    outputs["id"] = node_pool.id
+    outputs[POOL_ID] = node_pool.id
     return outputs
 
 
-def _placement(subnet_id: str, domain: str, *, preemptible: bool = False, capacity_reservation_id: str | None = None
+def _placement(subnet_id: str, domain: str, *, preemption_action: str | None = None,
+               capacity_reservation_id: str | None = None
                ) -> oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs:
     preemptible_config = None
-    if preemptible:  # never together with a reservation: preemptible capacity cannot use one
+    if preemption_action:  # never together with a reservation: preemptible capacity cannot use one
         preemptible_config = oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigArgs(
             preemption_action=oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigPreemptibleNodeConfigPreemptionActionArgs(
-                type=facts.PREEMPTION_ACTION, is_preserve_boot_volume=False))
+                type=preemption_action, is_preserve_boot_volume=False))
     return oci.containerengine.NodePoolNodeConfigDetailsPlacementConfigArgs(
         availability_domain=domain, subnet_id=subnet_id, capacity_reservation_id=capacity_reservation_id,
         preemptible_node_config=preemptible_config)
 
 
-def cloud_init(pool: Pool) -> str:
-    """The node's cloud-init script: grow the root filesystem onto the whole boot volume, then OKE's
-    init, with the kubelet registering the pool's taints."""
-    return (f"#!/bin/bash\n{facts.GROW_ROOT_FILESYSTEM}\n{_OKE_INIT}\n"
-            f'bash /var/run/oke-init.sh --kubelet-extra-args "{facts.register_with_taints(pool)}"\n')
-
-
-def user_data(pool: Pool) -> str:
-    """`node_metadata.user_data`: the cloud-init script, base64-encoded as OCI expects."""
-    return base64.b64encode(cloud_init(pool).encode("utf-8")).decode("ascii")
+def user_data(compiled: OkeNodePool) -> str:
+    """`node_metadata.user_data`: the compiled cloud-init script, base64-encoded as OCI expects."""
+    return base64.b64encode(compiled.cloud_init.encode("utf-8")).decode("ascii")
 
 
 def gpu_image(sources: Sequence[Mapping[str, Any]], kubernetes_version: str) -> str:

@@ -1,7 +1,8 @@
 """Oracle OKE: managed node pools.
 
-The enum strings the OKE backend sends are chosen here (`node_pool_enums`) and checked against the
-values the API accepts (`ALLOWED`) when a spec is planned, before any resource is declared.
+The enum strings the OKE backend sends are chosen here (`node_pool_enums`), compiled into the plan by
+the provisioner (`managed.py`) and checked against the values the API accepts (`ALLOWED`) when a spec
+is planned, before any resource is declared.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
-from gpustack.clouds._enums import Allowed, check_enums
-from gpustack.clouds.base import PRIORITY_EXPANDER, Cloud, ExampleTarget, FallbackMechanism, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
+from gpustack.clouds._enums import Allowed
+from gpustack.clouds.base import Cloud, ExampleTarget, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -119,13 +120,8 @@ class OKE(Cloud):
     # reference, so gpustack keeps to the stricter secondary figure and to [a-z0-9-]).
     pool_names = NameRule(32, r"[a-z][a-z0-9-]{0,31}", "-",
                           "https://github.com/oracle-terraform-modules/terraform-oci-oke/issues/628")
-    unsupported = {
-        Feature.NATIVE_SCHEDULE: "OKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
-    }
-    # Preemptible nodes: label and taint added by OKE (contengusingpreemptiblecapacity.htm; the effect
-    # and value come from the OKE Karpenter docs, secondary).
+    # Preemptible nodes: label added by OKE (contengusingpreemptiblecapacity.htm; the taint: `managed.py`).
     spot_node_label = ("oci.oraclecloud.com/oke-is-preemptible", "true")
-    spot_taint = ("oci.oraclecloud.com/oke-is-preemptible", "present", "NoSchedule")
     # OKE GPU images carry the NVIDIA driver; the toolkit is inferred from them running GPU pods without
     # the operator (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengrunninggpunodes.htm).
     image_has_gpu_driver = True
@@ -158,28 +154,6 @@ class OKE(Cloud):
             return f"bare-metal shapes such as {instance_type} cannot be preemptible ({_PREEMPTIBLE})"
         return None
 
-    # Node-pool fields that are ForceNew in the Terraform provider pulumi-oci bridges (node_shape,
-    # initial_node_labels and placement configs update in place); read by `gpustack diff`.
-    _FORCENEW_NODE_POOL = ("https://github.com/oracle/terraform-provider-oci/blob/"
-                           "0099227f65258820aa259e044f465748fda8a211/"
-                           "internal/service/containerengine/containerengine_node_pool_resource.go")
-    replacing_changes = {
-        "cluster": f"cluster_id is ForceNew ({_FORCENEW_NODE_POOL})",
-        "settings.compartment_id": f"compartment_id is ForceNew ({_FORCENEW_NODE_POOL})",
-    }
-
-    def check_pool(self, pool: Pool) -> list[str]:
-        problems = super().check_pool(pool)
-        if pool.capacity == "spot" and (reason := self.spot_available(pool.instance_type)):
-            problems.append(f"a preemptible pool cannot use {pool.instance_type}: {reason}")
-        problems.extend(check_enums(node_pool_enums(pool), ALLOWED, "OKE"))
-        return problems
-
-    # Spot first: the Cluster Autoscaler add-on takes `expander` (default `random`; `price` unsupported:
-    # docs.oracle.com .../configuration-arguments-cluster-autoscaler.htm), and its node groups are the
-    # node pools by OCID (the `nodes` argument; nodePool.Id() in kubernetes/autoscaler
-    # cluster-autoscaler/cloudprovider/oci/nodepools/oci_node_pool.go). An OCID exists only once the
-    # pool does, so only the Pulumi program can write the priority ConfigMap, never `gpustack render`.
     # The OCI provider has no GPU label (GPULabel() returns "" in cloudprovider/oci/nodepools/
     # oci_cloud_provider.go) and builds the template of a pool at zero from the shape, the pool's
     # initial node labels and the taints of its `kubelet-extra-args` metadata only (oci_manager.go,
@@ -193,15 +167,3 @@ class OKE(Cloud):
         settings=(("is_node_cycling_enabled", True), ("maximum_surge", "0"), ("maximum_unavailable", "1")),
         max_surge=0, max_unavailable=1, default_surge=lambda nodes: 1,
         source="https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/balance-service-availability-cost.htm")
-    fallback_mechanism = FallbackMechanism(
-        PRIORITY_EXPANDER,
-        node_group=None,
-        node_group_example="ocid1.nodepool.oc1.iad.aaaaaaaaexamplenodepoolid",
-        namespace="kube-system",  # unconfirmed for the add-on: the upstream autoscaler's namespace
-        user_action="declare the in-cluster layer with Pulumi (gpustack:kubeconfig): the program then sets the "
-                    "Cluster Autoscaler add-on's expander to priority and writes the ConfigMap with the pools' "
-                    "OCIDs; without it (or with settings.cluster_autoscaler: none) set expander=priority and "
-                    "create kube-system/cluster-autoscaler-priority-expander yourself from the OCIDs in "
-                    "`pulumi stack output pools`",
-        source="https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/configuration-arguments-cluster-autoscaler.htm",
-    )

@@ -1,0 +1,88 @@
+"""How a target's node pools are provisioned: the choice inside a cloud's bundle.
+
+A cloud says where pools live (its settings, regions, names, GPUs); its provisioner says how they
+are made: today each cloud's managed node groups / node pools with its cluster autoscaler, later
+Karpenter or a cloud's auto-provisioning. The provisioner owns everything that depends on that API:
+
+- `compile(pool, target)`: the pool as the API spells it, a `CompiledPool` stored in the plan (and
+  its JSON, under `compiled`), enum-checked by `check_pool` before anything is rendered; backends
+  only map it to SDK arguments;
+- `replacing_changes`: which plan changes recreate a pool (read by `gpustack diff` and the pack);
+- `fallback_mechanism`: what makes the autoscaler grow spot pools before their fallback;
+- `spot_taint`: the taint spot nodes carry (pools declare it, so declared state matches the nodes);
+- native schedules and other capability gaps (`unsupported`, on top of the cloud's own);
+- `template_node(...)`: the autoscaler's view of a node of the pool before one exists;
+- `backend`: the module of the bundle that declares its Pulumi resources.
+
+A target picks one with `settings.provisioner` (default: the first of `Cloud.provisioners`); each is
+the module `gpustack/clouds/<cloud>/<name>.py` (dashes as underscores) exporting `PROVISIONER`, the
+class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
+
+from gpustack.clouds.base import FallbackMechanism, Feature
+
+if TYPE_CHECKING:
+    from gpustack.catalog import InstanceType
+    from gpustack.clouds.base import Cloud
+    from gpustack.plan.model import CompiledPool, Pool
+    from gpustack.spec.model import Target
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeTemplate:
+    """What the autoscaler believes a node of a pool offers before one exists (scale from zero):
+    allocatable CPU and memory, and the GPUs it advertises."""
+
+    vcpus: float
+    memory_gib: float
+    gpus: int
+
+
+class Provisioner:
+    """Base class of a provisioner; facts as class attributes, each next to its source."""
+
+    name: ClassVar[str]  # the value of targets[].settings.provisioner
+    description: ClassVar[str]  # for people: "EKS managed node groups and the Cluster Autoscaler"
+    backend: ClassVar[str] = "backend"  # the bundle module whose `declare` declares its resources
+    unsupported: ClassVar[Mapping[Feature, str]] = {}
+    spot_taint: ClassVar[tuple[str, str, str] | None] = None  # (key, value, effect)
+    # Changes that make the cloud recreate a node pool that keeps its name (read by `gpustack diff`):
+    # plan field -> why, with the source. Fields: instance_type, gpu, gpus_per_node, capacity,
+    # sharing.mode, sharing.replicas, sharing.mig, labels, taints, cluster, settings.<name>. A key
+    # "field:value" matches a change to or from that value only.
+    replacing_changes: ClassVar[Mapping[str, str]] = {}
+    # How spot pools are preferred over their fallback pools (None: nothing known; the plan says so).
+    fallback_mechanism: ClassVar[FallbackMechanism | None] = None
+
+    def __init__(self, cloud: Cloud) -> None:
+        self.cloud = cloud
+
+    def supports(self, feature: Feature) -> bool:
+        return self.cloud.supports(feature) and feature not in self.unsupported
+
+    def gap(self, feature: Feature) -> str | None:
+        """Why `feature` is not available with this provisioner (None when it is)."""
+        return self.unsupported.get(feature) or self.cloud.unsupported.get(feature)
+
+    def template_node(self, row: InstanceType) -> NodeTemplate:
+        """The autoscaler's view of a node of this instance type: what pods may use (default: what the
+        kubelet of the cloud's node image leaves, `Cloud.kubelet_reservation`)."""
+        from gpustack.plan.nodes import allocatable
+
+        cpu, memory = allocatable(row.vcpus, row.memory_gib, self.cloud.kubelet_reservation, row.name)
+        return NodeTemplate(cpu, memory, row.gpus)
+
+    def compile(self, pool: Pool, target: Target) -> CompiledPool:
+        """The pool as this provisioner's API spells it; called once per pool while planning."""
+        raise NotImplementedError
+
+    def check_pool(self, pool: Pool) -> list[str]:
+        """Problems with a planned (compiled) pool, before anything is rendered: the cloud's own checks
+        (name, taints) and the provisioner's enum values. Provisioners extend this."""
+        return self.cloud.check_pool(pool)
