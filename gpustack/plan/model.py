@@ -73,14 +73,15 @@ class NvidiaConfig:
     mig_parted_config: str | None  # the pool's entry of the mig-parted ConfigMap (None: not partitioned in-cluster)
 
 
+@dataclasses.dataclass(frozen=True)
 class CompiledPool:
     """A pool as its provisioner spells it for the cloud's API: cloud-spelled, enum-checked values the
     provisioner's `compile` chose while planning (a frozen dataclass in the cloud's bundle). Backends
     only map it to SDK arguments; the plan JSON shows it under each pool's `compiled`."""
 
     def to_dict(self) -> dict[str, Any]:
-        assert dataclasses.is_dataclass(self)
-        return json.loads(json.dumps(dataclasses.asdict(self)))  # tuples as lists, as the JSON has them
+        as_json: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(self)))  # tuples as lists, as in the JSON
+        return as_json
 
 
 @dataclasses.dataclass(frozen=True)

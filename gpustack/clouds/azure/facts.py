@@ -105,7 +105,7 @@ def gpu_instance_profile(shape_key: str) -> str | None:
     return _MIG_KEYS.get(shape_key)
 
 
-def agent_pool_enums(pool: "Pool") -> dict[str, str | None]:
+def agent_pool_enums(pool: Pool) -> dict[str, str | None]:
     """Every enum field of the pool's AgentPool, by its SDK argument name (`gpu_driver`: gpu_profile.driver)."""
     spot = pool.capacity == "spot"
     values: dict[str, str | None] = {

@@ -110,7 +110,7 @@ def partition_sizes(gpu: str) -> tuple[str, ...]:
     return _PARTITION_SIZES.get(gpu, ())
 
 
-def partition_size(pool: "Pool") -> str | None:
+def partition_size(pool: Pool) -> str | None:
     """The one MIG profile GKE cuts every GPU of a MIG pool into (None when not exactly one)."""
     return pool.mig_profiles[0] if len(pool.mig_profiles) == 1 else None
 
