@@ -83,7 +83,7 @@ def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
     return declared
 
 
-def _release(declared: dict[str, pulumi.Resource], release: HelmRelease, provider: k8s.Provider,
+def _release(declared: dict[str, pulumi.Resource], release: HelmRelease, provider: pulumi.ProviderResource,
              needed: list[pulumi.Resource]) -> None:
     declared[f"Release:{release.namespace}/{release.name}"] = k8s.helm.v3.Release(
         release.name,

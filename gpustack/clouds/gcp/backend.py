@@ -36,6 +36,7 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
 def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
     settings = dict(target.settings)
     project = settings.get("project")
+    assert project is None or isinstance(project, str)  # the spec's pattern admits strings only
     # The plan's zones: those of settings.node_locations that offer the pool's GPU.
     zones = list(pool.zones)
     compiled = pool.compiled
