@@ -25,7 +25,7 @@ $(VENV)/.installed-test: $(BIN)/python pyproject.toml
 	@touch $@ $(VENV)/.installed-cli
 
 demo: $(VENV)/.installed-cli
-	$(BIN)/gpustack plan $(EXAMPLE)
+	$(BIN)/gpustack plan $(EXAMPLE)$(if $(QUIET), --quiet)
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest

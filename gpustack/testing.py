@@ -33,6 +33,9 @@ class Declared:
     custom: bool  # False for components
     inputs: dict[str, Any]
     ignore_changes: tuple[str, ...] = ()  # the ignoreChanges option, in the engine's (camelCase) spelling
+    dependencies: tuple[str, ...] = ()  # URNs the resource waits for (depends_on and its inputs' resources)
+    provider: str = ""  # the provider reference (URN::id) of a custom resource
+    aliases: tuple[str, ...] = ()  # its aliases as the SDK sends them (specs or URNs), for URN migrations
 
 
 Call = Callable[[dict[str, Any]], dict[str, Any]]
@@ -81,8 +84,10 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
         if request.type != "pulumi:pulumi:Stack":
             inputs = rpc.deserialize_properties(request.object)
             with self._lock:
+                aliases = tuple(str(a).replace("\n", " ").strip() for a in request.aliases) + tuple(request.aliasURNs)
                 self.declared.append(Declared(request.type, request.name, response.urn, request.parent,
-                                              bool(request.custom), dict(inputs), tuple(request.ignoreChanges)))
+                                              bool(request.custom), dict(inputs), tuple(request.ignoreChanges),
+                                              tuple(request.dependencies), request.provider, aliases))
         return response
 
 
