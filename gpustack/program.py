@@ -1,9 +1,8 @@
 """The Pulumi program: `gpustack.program.main()` declares every resource of one target.
 
-It reads two Pulumi config keys, compiles the spec to a plan exactly as `gpustack plan` does, and
-hands the target to the backend of its provisioner (a module of the cloud's bundle) with a
-`DeployContext` (the Kubernetes provider, when the in-cluster layer is declared). The
-provider SDKs are imported only here and below.
+It reads the Pulumi config keys below and declares the target with `gpustack.pulumi.GpuPools`, the
+component a program of your own uses next to its cluster. The provider SDKs are imported only here
+and below.
 
     gpustack:spec    path of the spec, relative to the Pulumi project (e.g. stacks/gpustack.yaml)
     gpustack:target  the target name in that spec (one stack per target)
@@ -15,45 +14,26 @@ provider SDKs are imported only here and below.
 
 from __future__ import annotations
 
-from typing import cast
-
 import pulumi
 
-from gpustack.backends.base import POOL_ID, Backend, DeployContext
-from gpustack.clouds import CLOUDS
-from gpustack.errors import SpecError
-from gpustack.plan import Plan, build_plan
-from gpustack.plan.model import TargetPlan
-from gpustack.spec import load_spec
+from gpustack.backends.base import DeployContext
+from gpustack.pulumi import GpuPools, compile_target
 
-
-def compile_target(spec_path: str, target_name: str) -> tuple[Plan, TargetPlan]:
-    """The plan and the target to deploy; bad input becomes a RunError (a message, no traceback)."""
-    try:
-        plan = build_plan(load_spec(spec_path))
-    except SpecError as exc:
-        raise pulumi.RunError(f"gpustack: the spec has problems:\n{exc}") from None
-    names = [t.name for t in plan.targets]
-    if target_name not in names:
-        raise pulumi.RunError(f"gpustack: no target {target_name!r} in {spec_path}; targets: {', '.join(names)}")
-    return plan, plan.target(target_name)
+__all__ = ["GpuPools", "compile_target", "deploy_context", "main"]
 
 
 def main() -> None:
+    """One stack per target: the `GpuPools` component, configured from the stack's config."""
     config = pulumi.Config("gpustack")
-    plan, target = compile_target(config.require("spec"), config.require("target"))
-    context = deploy_context(config)
-    cloud = CLOUDS.get(target.cloud)
-    backend = cast(Backend, cloud.part(cloud.provisioner(target.provisioner).backend))
-    pools = backend.declare(target, plan, context)
-    if context.kubernetes is not None:
-        from gpustack.backends import kubernetes
-
-        # A priority-expander ConfigMap may name the node pools by id, known only from the backend.
-        kubernetes.declare(target, plan, context.kubernetes, {name: c.outputs[POOL_ID] for name, c in pools.items()})
+    target_name = config.require("target")
+    kubernetes = deploy_context(config).kubernetes
+    # The stack declared the pools at its root before the component existed: their URNs stay.
+    pools = GpuPools(target_name, spec=config.require("spec"), target=target_name, kubernetes=kubernetes,
+                     keep_root_urns=True)
+    target = pools.target
     pulumi.export("target", target.name)
     pulumi.export("cloud", target.cloud)
-    pulumi.export("pools", {name: component.outputs for name, component in sorted(pools.items())})
+    pulumi.export("pools", {name: component.outputs for name, component in sorted(pools.pools.items())})
     pulumi.export("gpus", {"baseline": target.gpus.baseline, "required": target.gpus.required,
                            "provisioned": target.gpus.provisioned})
     pulumi.export("estimated_monthly_cost_usd", round(target.cost.planned_monthly_usd, 2))

@@ -147,8 +147,8 @@ def test_children_are_parented_to_their_pool_component(declared, target):
         if r.custom and not r.type.startswith("aws:iam/"):
             assert r.parent in components, r.name
             assert r.name.startswith(components[r.parent].name + "-"), r.name
-        elif r.custom:  # the node role is target-wide
-            assert short_urn(r.parent) == "stack" and r.name.startswith("aws-prod-node-role")
+        elif r.custom:  # the node role is target-wide: a child of the target's GpuPools component
+            assert short_urn(r.parent) == "gpustack:index:GpuPools::aws-prod" and r.name.startswith("aws-prod-node-role")
 
 
 def test_a_node_role_with_the_three_worker_policies_unless_settings_name_one(declared, tmp_path):

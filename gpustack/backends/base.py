@@ -28,14 +28,27 @@ def checked(value: T | None) -> T:
 @dataclasses.dataclass(frozen=True)
 class DeployContext:
     """What the program knows beyond the plan: the Kubernetes provider of the in-cluster layer, when the
-    layer is declared (the `gpustack:kubeconfig` secret is set)."""
+    layer is declared (the `gpustack:kubeconfig` secret is set, or a program passes one); the component
+    everything is declared under (`gpustack.pulumi.GpuPools`), whose provider options its children
+    inherit; what every resource and data source waits for (the program's cluster)."""
 
     kubernetes: pulumi.ProviderResource | None = None
+    parent: pulumi.Resource | None = None
+    depends_on: tuple[pulumi.Input[pulumi.Resource], ...] = ()
 
     @property
     def in_cluster(self) -> bool:
         """Whether the in-cluster layer (GPU Operator, auto-stop, alerts, priority ConfigMap) is declared."""
         return self.kubernetes is not None
+
+    def options(self, parent: pulumi.Resource | None = None) -> pulumi.ResourceOptions:
+        """Options for a resource a backend declares: under `parent` (default: the context's), after
+        what the context waits for. Backends merge their own options over these."""
+        return pulumi.ResourceOptions(parent=parent or self.parent, depends_on=list(self.depends_on) or None)
+
+    def invoke(self) -> pulumi.InvokeOutputOptions:
+        """Options for a data source (an `_output` invoke): the parent's provider, after the cluster."""
+        return pulumi.InvokeOutputOptions(parent=self.parent, depends_on=list(self.depends_on) or None)
 
 
 class Backend(Protocol):
@@ -55,9 +68,11 @@ class GpuNodePool(pulumi.ComponentResource):
     adds the pool's cloud name, GPUs and estimated monthly cost and registers them.
     """
 
-    def __init__(self, cloud: str, pool: Pool, build: Build, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(f"gpustack:{cloud}:GpuNodePool", pool.name, None, opts)
-        outputs: dict[str, Any] = dict(build(pool, pulumi.ResourceOptions(parent=self)))
+    def __init__(self, cloud: str, pool: Pool, build: Build, context: DeployContext | None = None):
+        context = context or DeployContext()
+        super().__init__(f"gpustack:{cloud}:GpuNodePool", pool.name, None, context.options())
+        # depends_on is not inherited: every child waits for what the context waits for.
+        outputs: dict[str, Any] = dict(build(pool, context.options(parent=self)))
         assert POOL_ID in outputs, f"the backend of {cloud} gives no {POOL_ID} output"
         outputs.update(
             name=pool.cloud_name,

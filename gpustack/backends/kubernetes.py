@@ -50,8 +50,10 @@ def provider(kubeconfig: pulumi.Input[str]) -> k8s.Provider:
 
 
 def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
-            node_group_ids: Mapping[str, pulumi.Input[str]] | None = None) -> dict[str, pulumi.Resource]:
-    """Declare the target's in-cluster objects; returns them by `<kind>:<resource name>`.
+            node_group_ids: Mapping[str, pulumi.Input[str]] | None = None,
+            parent: pulumi.Resource | None = None) -> dict[str, pulumi.Resource]:
+    """Declare the target's in-cluster objects (under `parent`, when given); returns them by
+    `<kind>:<resource name>`.
 
     `node_group_ids` (plan pool name -> the cloud's id of the created pool) completes what `gpustack
     render` cannot write: the priority-expander ConfigMap where node groups are named by those ids (OKE).
@@ -63,7 +65,7 @@ def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
     for obj in rendered.objects:  # namespaces come first in this order
         namespace = obj["metadata"].get("namespace")
         depends = [namespaces[namespace]] if namespace in namespaces else []
-        resource = _resource(obj, pulumi.ResourceOptions(provider=provider, depends_on=depends))
+        resource = _resource(obj, pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends))
         declared[f"{obj['kind']}:{resource_name(obj)}"] = resource
         if obj["kind"] == "Namespace":
             namespaces[obj["metadata"]["name"]] = resource
@@ -71,20 +73,20 @@ def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
         elif namespace is not None:
             in_namespace.setdefault(namespace, []).append(resource)
     if node_group_ids and autoscaling.needs_node_group_ids(target):
-        configmap = _priority_configmap(target, plan, node_group_ids, provider)
+        configmap = _priority_configmap(target, plan, node_group_ids, provider, parent)
         declared[f"ConfigMap:{autoscaling.priority_configmap_key(target)}"] = configmap
     if rendered.operator is not None:
         # The values name the ConfigMaps of the operator's namespace: install once they exist.
-        _release(declared, rendered.operator, provider, in_namespace.get(rendered.operator.namespace, []))
+        _release(declared, rendered.operator, provider, in_namespace.get(rendered.operator.namespace, []), parent)
     if rendered.hami is not None:
         # After the operator, whose per-node labels keep its own device plugin off HAMi's nodes.
         operator_release = [declared[k] for k in declared if k.startswith("Release:")]
-        _release(declared, rendered.hami, provider, operator_release)
+        _release(declared, rendered.hami, provider, operator_release, parent)
     return declared
 
 
 def _release(declared: dict[str, pulumi.Resource], release: HelmRelease, provider: pulumi.ProviderResource,
-             needed: list[pulumi.Resource]) -> None:
+             needed: list[pulumi.Resource], parent: pulumi.Resource | None = None) -> None:
     declared[f"Release:{release.namespace}/{release.name}"] = k8s.helm.v3.Release(
         release.name,
         name=release.name,
@@ -93,19 +95,19 @@ def _release(declared: dict[str, pulumi.Resource], release: HelmRelease, provide
         namespace=release.namespace,
         repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=release.repository),
         values=release.values,
-        opts=pulumi.ResourceOptions(provider=provider, depends_on=needed),
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=needed),
     )
 
 
 def _priority_configmap(target: TargetPlan, plan: Plan, node_group_ids: Mapping[str, pulumi.Input[str]],
-                        provider: pulumi.ProviderResource) -> pulumi.Resource:
+                        provider: pulumi.ProviderResource, parent: pulumi.Resource | None = None) -> pulumi.Resource:
     """The priority-expander ConfigMap built from the created pools' ids (the same dict as rendered)."""
     names = sorted(node_group_ids)
     built = pulumi.Output.all(*(node_group_ids[n] for n in names)).apply(
         lambda ids: autoscaling.priority_configmap(plan, target, dict(zip(names, ids))))
     return k8s.core.v1.ConfigMap(autoscaling.priority_configmap_key(target),
                                  metadata=built["metadata"], data=built["data"],
-                                 opts=pulumi.ResourceOptions(provider=provider))
+                                 opts=pulumi.ResourceOptions(parent=parent, provider=provider))
 
 
 def _resource(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resource:

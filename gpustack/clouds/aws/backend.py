@@ -31,34 +31,39 @@ NODE_POLICIES = {
 
 
 def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
-    del context  # nothing here depends on the in-cluster layer
     settings = dict(target.settings)
     subnet_ids = [str(s) for s in cast("list[object]", settings["subnet_ids"])]
-    role_arn, role_ready = _node_role(target, plan, settings.get("node_role_arn")) if target.pools else ("", [])
-    existing = aws.eks.get_node_groups_output(cluster_name=target.cluster).names if target.pools else None
+    role_arn, role_ready = (_node_role(target, plan, settings.get("node_role_arn"), context) if target.pools
+                            else ("", []))
+    existing = (aws.eks.get_node_groups_output(cluster_name=target.cluster, opts=context.invoke()).names
+                if target.pools else None)
 
     def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
         assert existing is not None
-        return _node_group(target, pool, subnet_ids, role_arn, role_ready, _desired_size(target, pool, existing), opts)
+        return _node_group(target, pool, subnet_ids, role_arn, role_ready,
+                           _desired_size(target, pool, existing, context), opts, context)
 
-    return {pool.name: GpuNodePool(target.cloud, pool, build) for pool in target.pools}
+    return {pool.name: GpuNodePool(target.cloud, pool, build, context) for pool in target.pools}
 
 
-def _node_role(target: TargetPlan, plan: Plan, arn: object) -> tuple[pulumi.Input[str], list[pulumi.Resource]]:
+def _node_role(target: TargetPlan, plan: Plan, arn: object,
+               context: DeployContext) -> tuple[pulumi.Input[str], list[pulumi.Resource]]:
     """The node role's ARN from settings, or one role per target with the standard worker policies."""
     if arn:
         return str(arn), []
-    partition = aws.get_partition_output()
+    partition = aws.get_partition_output(opts=context.invoke())
     trust = partition.dns_suffix.apply(lambda suffix: json.dumps({
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Principal": {"Service": f"ec2.{suffix}"}, "Action": "sts:AssumeRole"}],
     }, sort_keys=True))
     role = aws.iam.Role(f"{target.name}-node-role", assume_role_policy=trust,
-                        description=f"EKS GPU nodes of gpustack target {target.name}", tags=dict(plan.labels))
+                        description=f"EKS GPU nodes of gpustack target {target.name}", tags=dict(plan.labels),
+                        opts=context.options())
     attachments = [
         aws.iam.RolePolicyAttachment(
             f"{target.name}-node-role-{short}", role=role.name,
-            policy_arn=partition.partition.apply(_managed_policy_arn(policy)))
+            policy_arn=partition.partition.apply(_managed_policy_arn(policy)),
+            opts=context.options())
         for short, policy in NODE_POLICIES.items()
     ]
     return role.arn, [role, *attachments]
@@ -69,7 +74,8 @@ def _managed_policy_arn(policy: str) -> Callable[[str], str]:
     return lambda partition: f"arn:{partition}:iam::aws:policy/{policy}"
 
 
-def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[str]]) -> pulumi.Output[int]:
+def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[str]],
+                  context: DeployContext) -> pulumi.Output[int]:
     """The desired size to send: the live one, kept inside the new bounds, or the floor for a new group.
 
     The autoscaler (and the scheduled actions) move the desired size, so sending the floor would undo
@@ -79,7 +85,8 @@ def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[s
     def clamp(names: list[str]) -> pulumi.Input[int]:
         if pool.cloud_name not in (names or []):
             return pool.min_nodes
-        live = aws.eks.get_node_group_output(cluster_name=target.cluster, node_group_name=pool.cloud_name)
+        live = aws.eks.get_node_group_output(cluster_name=target.cluster, node_group_name=pool.cloud_name,
+                                             opts=context.invoke())
         return live.scaling_configs.apply(
             lambda configs: min(pool.max_nodes, max(pool.min_nodes, int(configs[0].desired_size))))
     return existing.apply(clamp)
@@ -87,7 +94,7 @@ def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[s
 
 def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn: pulumi.Input[str],
                 role_ready: list[pulumi.Resource], desired_size: pulumi.Input[int],
-                opts: pulumi.ResourceOptions) -> dict[str, Any]:
+                opts: pulumi.ResourceOptions, context: DeployContext) -> dict[str, Any]:
     compiled = pool.compiled
     assert isinstance(compiled, EksNodeGroup)
     tags = pool.attribution
@@ -97,7 +104,7 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
         # A reservation is zonal: the floor lives in the zone of the first subnet, and so does its
         # node group, which launches through a template that targets the reservation.
         subnet_ids = subnet_ids[:1]
-        zone = aws.ec2.get_subnet_output(id=subnet_ids[0])
+        zone = aws.ec2.get_subnet_output(id=subnet_ids[0], opts=context.invoke())
         reservation = aws.ec2.CapacityReservation(
             f"{pool.name}-reservation",
             instance_type=pool.instance_type,

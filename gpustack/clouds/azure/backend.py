@@ -22,10 +22,10 @@ from gpustack.plan.model import Plan, Pool, TargetPlan
 
 
 def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
-    del plan, context  # everything needed is in the target
+    del plan  # everything needed is in the target
     resource_group = str(dict(target.settings)["resource_group"])
     build = functools.partial(_agent_pool, target, resource_group)
-    return {pool.name: GpuNodePool(target.cloud, pool, build) for pool in target.pools}
+    return {pool.name: GpuNodePool(target.cloud, pool, build, context) for pool in target.pools}
 
 
 # azure-native gives every resource an alias for each past API version of its type (about 90 for

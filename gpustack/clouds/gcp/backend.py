@@ -25,12 +25,12 @@ _INITIAL_COUNT_IGNORED = ["initialNodeCount"]
 
 
 def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
-    del plan, context  # everything a GKE pool needs is on the target
+    del plan  # everything a GKE pool needs is on the target
 
     def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
         return _node_pool(target, pool, opts)
 
-    return {pool.name: GpuNodePool(target.cloud, pool, build) for pool in target.pools}
+    return {pool.name: GpuNodePool(target.cloud, pool, build, context) for pool in target.pools}
 
 
 def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:

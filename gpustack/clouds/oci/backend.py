@@ -46,7 +46,9 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
     wants_addon = settings.get("cluster_autoscaler", "addon") == "addon" and bool(target.pools)
     # Read before anything is declared, so a cluster the add-on cannot run on fails the preview, not
     # the end of `pulumi up` with the pools already created.
-    cluster = oci.containerengine.get_cluster(cluster_id=target.cluster)
+    # A plain (not output) read: the cluster exists before its pools are planned onto it.
+    cluster = oci.containerengine.get_cluster(cluster_id=target.cluster,
+                                              opts=pulumi.InvokeOptions(parent=context.parent))
     if wants_addon:
         check_cluster_type(target.cluster, cluster.type)
     image: pulumi.Input[str]
@@ -54,26 +56,28 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
         image = str(settings["image_id"])
         # The pools run the version the pinned image is built for: the two move together.
         version: pulumi.Input[str] = pinned_image_version(
-            image, oci.core.get_image(image_id=image).display_name, cluster.kubernetes_version)
+            image, oci.core.get_image(image_id=image, opts=pulumi.InvokeOptions(parent=context.parent)).display_name,
+            cluster.kubernetes_version)
     else:
         # The cluster's version, on the newest GPU image built for it.
         version = cluster.kubernetes_version
         options = oci.containerengine.get_node_pool_option_output(node_pool_option_id=target.cluster,
-                                                                  compartment_id=compartment)
+                                                                  compartment_id=compartment, opts=context.invoke())
         image = options.sources.apply(lambda sources: gpu_image(sources, cluster.kubernetes_version))
     if settings.get("availability_domains"):
         domains = pulumi.Output.from_input(sorted(str(d) for d in cast("list[object]", settings["availability_domains"])))
     else:
-        found = oci.identity.get_availability_domains_output(compartment_id=compartment)
+        found = oci.identity.get_availability_domains_output(compartment_id=compartment, opts=context.invoke())
         domains = found.availability_domains.apply(lambda ads: sorted(ad["name"] for ad in ads))
     where = _Where(target.cluster, compartment, str(settings["subnet_id"]), version, image,
                    bool(settings.get("image_id")), domains)
-    pools = {pool.name: GpuNodePool(target.cloud, pool, functools.partial(_node_pool, where)) for pool in target.pools}
+    pools = {pool.name: GpuNodePool(target.cloud, pool, functools.partial(_node_pool, where), context)
+             for pool in target.pools}
     if wants_addon:
         # The priority expander only together with its ConfigMap, which needs the in-cluster layer.
         priority = needs_node_group_ids(target) and context.in_cluster
         _autoscaler(target, [(pools[p.name].outputs[POOL_ID], p) for p in sorted(target.pools, key=lambda p: p.name)],
-                    priority)
+                    priority, context)
     return pools
 
 
@@ -198,7 +202,7 @@ def _image_date(name: str) -> tuple[int, ...]:
 
 
 def _autoscaler(target: TargetPlan, pools: list[tuple[pulumi.Output[str], Pool]],
-                priority: bool = False) -> oci.containerengine.Addon:
+                priority: bool = False, context: DeployContext | None = None) -> oci.containerengine.Addon:
     """OKE's Cluster Autoscaler add-on with `<min>:<max>:<node pool OCID>` for every pool of the target
     (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengconfiguringclusteraddons-configurationarguments.htm)."""
     bounds = [pulumi.Output.concat(str(p.min_nodes), ":", str(p.max_nodes), ":", pool_id) for pool_id, p in pools]
@@ -214,4 +218,5 @@ def _autoscaler(target: TargetPlan, pools: list[tuple[pulumi.Output[str], Pool]]
             *([oci.containerengine.AddonConfigurationArgs(key="expander", value=facts.AUTOSCALER_EXPANDER)]
               if priority else []),
         ],
+        opts=(context or DeployContext()).options(),
     )
