@@ -76,7 +76,7 @@ class GpuPools(pulumi.ComponentResource):
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[self._at_root]))
         super().__init__(TYPE, name, None, opts)
         self.plan, self.target = compile_target(spec, target, catalogs)
-        waits = () if cluster is None else (_checked_cluster(self.target, cluster),)
+        waits = () if cluster is None else _checked_cluster(self.target, cluster)
         context = DeployContext(kubernetes=kubernetes, parent=self, depends_on=waits)
         cloud = CLOUDS.get(self.target.cloud)
         backend = cast(Backend, cloud.part(cloud.provisioner(self.target.provisioner).backend))
@@ -104,15 +104,20 @@ class GpuPools(pulumi.ComponentResource):
         return pulumi.ResourceTransformationResult(args.props, opts)
 
 
-def _checked_cluster(target: TargetPlan, cluster: pulumi.Input[str] | pulumi.Resource) -> pulumi.Output[Any]:
+def _checked_cluster(target: TargetPlan,
+                     cluster: pulumi.Input[str] | pulumi.Resource) -> tuple[pulumi.Output[Any], ...]:
     """What every pool waits for: the program's cluster, checked against the one the spec names (the
-    pools' names and reservations derive from it). A resource matches by its name or its id."""
+    pools' names and reservations derive from it). A resource matches by its name or its id; a plain
+    string is checked at once."""
+    if isinstance(cluster, str):
+        _check(target, [cluster])
+        return ()
     if isinstance(cluster, pulumi.Resource):
         values = [getattr(cluster, "name", None), getattr(cluster, "id", None)]
         given = pulumi.Output.all(*[v for v in values if isinstance(v, pulumi.Output)])
     else:
         given = pulumi.Output.all(cluster)
-    return given.apply(lambda found: _check(target, [str(v) for v in found if v is not None]))
+    return (given.apply(lambda found: _check(target, [str(v) for v in found if v is not None])),)
 
 
 def _check(target: TargetPlan, found: list[str]) -> None:

@@ -3,10 +3,13 @@ mocks with the real provider SDKs, as `pulumi up` would run it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pulumi
 import pytest
 
-from conftest import EXAMPLE
+from conftest import EXAMPLE, ROOT
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec
 from gpustack.testing import run_program
@@ -15,7 +18,7 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 COMPONENT = "gpustack:index:GpuPools"
 
 
-def platform_program(seen: dict, cluster_name: str = "ml-prod"):  # type: ignore[no-untyped-def]
+def platform_program(seen: dict, cluster_name: str = "ml-prod", as_output: bool = True):  # type: ignore[no-untyped-def]
     """What a platform team already has (a provider, a role, the cluster), plus the GPU pools."""
 
     def program() -> None:
@@ -28,7 +31,7 @@ def platform_program(seen: dict, cluster_name: str = "ml-prod"):  # type: ignore
         cluster = aws.eks.Cluster("ml-prod", name=cluster_name, role_arn=role.arn,
                                   vpc_config=aws.eks.ClusterVpcConfigArgs(subnet_ids=["subnet-0a1b"]),
                                   opts=pulumi.ResourceOptions(provider=provider))
-        gpu = GpuPools("gpu", spec=str(EXAMPLE), target="aws-prod", cluster=cluster.name,
+        gpu = GpuPools("gpu", spec=str(EXAMPLE), target="aws-prod", cluster=cluster.name if as_output else cluster_name,
                        opts=pulumi.ResourceOptions(provider=provider))
         pulumi.export("gpu_pools", gpu.pool_names)
         pulumi.Output.all(gpu.pool_names, gpu.pool_ids, gpu.gpus, gpu.monthly_cost_usd).apply(
@@ -79,9 +82,32 @@ def test_typed_outputs_give_both_names_ids_gpus_and_cost(declared):
 
 
 def test_a_cluster_the_spec_does_not_name_fails_with_a_message():
-    with pytest.raises(Exception) as info:
-        run_program(str(EXAMPLE), "aws-prod", platform_program({}, cluster_name="ml-staging"))
-    assert "names cluster 'ml-prod' in the spec, but the program passes 'ml-staging'" in str(info.value)
+    with pytest.raises(pulumi.RunError, match="names cluster 'ml-prod' in the spec, but the program passes 'ml-stag"):
+        run_program(str(EXAMPLE), "aws-prod", platform_program({}, cluster_name="ml-staging", as_output=False))
+
+
+def test_a_created_cluster_the_spec_does_not_name_stops_every_pool():
+    """Known only once the cluster resolves: no pool is created (in a process of its own, since each
+    pool's failed registration is reported when the process collects it)."""
+    code = (
+        "import sys\n"
+        "sys.path.insert(0, 'tests')\n"
+        "from gpustack import testing\n"
+        "from test_component import EXAMPLE, platform_program\n"
+        "created = testing.RecordingMocks.new_resource\n"
+        "def new_resource(self, args):\n"
+        "    print('created', args.typ, flush=True)\n"
+        "    return created(self, args)\n"
+        "testing.RecordingMocks.new_resource = new_resource\n"
+        "testing.run_program(str(EXAMPLE), 'aws-prod', platform_program({}, cluster_name='ml-staging'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode != 0
+    assert "RunError: gpustack: target 'aws-prod' names cluster 'ml-prod' in the spec, but the program passes " \
+           "'ml-staging'" in result.stderr
+    created = sorted(set(line.split()[1] for line in result.stdout.splitlines() if line.startswith("created ")))
+    # The program's own resources and the (empty) component; no node group, role or reservation.
+    assert created == ["aws:eks/cluster:Cluster", "aws:iam/role:Role", COMPONENT, "pulumi:providers:aws"], created
 
 
 def test_main_keeps_the_urns_of_stacks_it_declared_before():
