@@ -105,7 +105,7 @@ def test_a_created_cluster_the_spec_does_not_name_stops_every_pool():
     assert result.returncode != 0
     assert "RunError: gpustack: target 'aws-prod' names cluster 'ml-prod' in the spec, but the program passes " \
            "'ml-staging'" in result.stderr
-    created = sorted(set(line.split()[1] for line in result.stdout.splitlines() if line.startswith("created ")))
+    created = sorted({line.split()[1] for line in result.stdout.splitlines() if line.startswith("created ")})
     # The program's own resources and the (empty) component; no node group, role or reservation.
     assert created == ["aws:eks/cluster:Cluster", "aws:iam/role:Role", COMPONENT, "pulumi:providers:aws"], created
 
