@@ -40,7 +40,7 @@ def compile_target(spec_path: str | os.PathLike[str], target_name: str,
                    catalogs: Sequence[str] = ()) -> tuple[Plan, TargetPlan]:
     """The plan and the target to deploy; bad input becomes a RunError (a message, no traceback)."""
     try:
-        plan = build_plan(load_spec(spec_path, catalogs))
+        plan = build_plan(load_spec(os.fspath(spec_path), catalogs))
     except SpecError as exc:
         raise pulumi.RunError(f"gpustack: the spec has problems:\n{exc}") from None
     names = [t.name for t in plan.targets]
