@@ -151,7 +151,7 @@ def test_reserved_floor_gets_a_capacity_reservation_group_with_the_floor(example
 def test_every_child_is_parented_to_its_pool_component(example):
     components = {r.urn: r for r in example if r.type == COMPONENT}
     assert components and all(
-        c.parent.endswith("pulumi:pulumi:Stack::gpustack-azure-prod") for c in components.values()
+        c.parent.endswith("$gpustack:index:GpuPools::azure-prod") for c in components.values()
     )
     for r in example:
         if r.custom:

@@ -91,7 +91,7 @@ def test_notebooks_are_time_shared_with_the_planned_clients_and_no_cloud_schedul
                                                "maxSharedClientsPerGpu": pool.sharing.replicas}
     assert pool.sharing.replicas == 4 and accelerator["type"] == "nvidia-tesla-t4"
     assert any("no scheduled scaling" in note for note in pool.notes)  # the in-cluster auto-stop covers it
-    assert {r.type for r in declared} == {"gpustack:gcp:GpuNodePool", NODE_POOL, RESERVATION}
+    assert {r.type for r in declared} == {"gpustack:index:GpuPools", "gpustack:gcp:GpuNodePool", NODE_POOL, RESERVATION}
 
 
 def test_mps_pools_get_the_mps_strategy(tmp_path):

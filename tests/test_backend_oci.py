@@ -136,7 +136,8 @@ def test_every_pool_registers_its_taints_through_cloud_init(example, example_pla
 
 def test_cluster_autoscaler_addon_holds_every_pools_bounds(example, example_plan):
     [addon] = [r for r in example if r.type == ADDON]
-    assert addon.name == "oci-prod-cluster-autoscaler" and addon.parent.endswith("Stack::gpustack-oci-prod")
+    # Target-wide: a child of the target's GpuPools component, not of one pool.
+    assert addon.name == "oci-prod-cluster-autoscaler" and addon.parent.endswith("$gpustack:index:GpuPools::oci-prod")
     assert addon.inputs["addonName"] == "ClusterAutoscaler"
     assert addon.inputs["removeAddonResourcesOnDelete"] is True
     config = {c["key"]: c["value"] for c in addon.inputs["configurations"]}
