@@ -17,6 +17,7 @@ from typing import NoReturn
 from gpustack import __version__
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 2, 70
+MAX_SHOWN_PROBLEMS = 200  # a spec with thousands of problems shows the first ones and a count
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,9 +52,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gpustack.errors import SpecError, UsageError
 
         if isinstance(exc, SpecError):
-            for problem in exc.problems:
+            for problem in exc.problems[:MAX_SHOWN_PROBLEMS]:
                 print(f"error: {problem}", file=sys.stderr)
             count = len(exc.problems)
+            if count > MAX_SHOWN_PROBLEMS:
+                print(f"error: ... and {count - MAX_SHOWN_PROBLEMS:,} more", file=sys.stderr)
             print(f"gpustack: {count} problem{'s' if count != 1 else ''} found", file=sys.stderr)
             return EXIT_BAD_INPUT
         if isinstance(exc, UsageError):

@@ -241,7 +241,9 @@ def test_yaml_problems_are_located():
     assert error("version: 1\nversion: 1\n") == (
         "spec.yaml:2:1: duplicate key 'version' (first at line 1); each key may appear once")
     assert error("") == "spec.yaml:1:1: the file is empty; a spec starts with 'version: 1'"
-    assert error("- a\n- b\n") == "spec.yaml:1:1: expected a mapping (the spec), got a list ['a', 'b']"
+    # Not a spec at all: said without echoing the file's contents.
+    assert error("- a\n- b\n") == ("spec.yaml:1:1: this is not a gpustack spec: it has none of the keys version, "
+                                   "name, targets, workloads (a spec starts with 'version: 1')")
 
 
 def test_capability_gap_reported_before_render():

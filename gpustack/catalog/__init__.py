@@ -152,14 +152,13 @@ def read_catalog_file(path: str, catalog: Catalog, shown_as: str | None = None) 
 
     `shown_as` is the name messages use for the file (as the user wrote it)."""
     name = shown_as or path
+    from gpustack.files import FileRefused, read_limited
+
     try:
-        raw = FilePath(path).read_bytes()
-    except FileNotFoundError:
-        return catalog, [Problem(None, "", f"{name}: no such catalog file")]
-    except IsADirectoryError:
-        return catalog, [Problem(None, "", f"{name}: is a directory, not a catalog file (CSV)")]
-    except OSError as exc:
-        return catalog, [Problem(None, "", f"{name}: cannot be read ({exc.strerror})")]
+        raw = read_limited(path, MAX_CATALOG_BYTES, "catalog file (CSV)")
+    except FileRefused as exc:
+        reason = "no such catalog file" if str(exc) == "no such file" else str(exc)
+        return catalog, [Problem(None, "", f"{name}: {reason}")]
     if len(raw) > MAX_CATALOG_BYTES:
         return catalog, [Problem(None, "", f"{name}: {len(raw):,} bytes; a catalog file may hold at most "
                                            f"{MAX_CATALOG_BYTES:,}")]

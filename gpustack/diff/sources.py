@@ -45,6 +45,11 @@ def git_show(source: str) -> bytes:
                          "use ./PATH for one relative to the current directory)")
     if kind.stdout.strip() != b"blob":
         raise UsageError(f"{source}: {path!r} is a directory in {rev}, not a spec file")
+    from gpustack.spec.yamlsource import MAX_FILE_BYTES
+
+    size = _git("cat-file", "-s", f"{rev}:{path}").stdout.strip()
+    if not size.isdigit() or int(size) > MAX_FILE_BYTES:  # read no more than a spec may hold
+        raise UsageError(f"{source}: {path!r} in {rev} is larger than a spec may be ({MAX_FILE_BYTES:,} bytes)")
     return _git("cat-file", "blob", f"{rev}:{path}").stdout
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,20 +68,46 @@ def settings(config: Mapping[str, Any] | None = None, where: str = "policy confi
     return Settings(levels, options)
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def load(path: str) -> Mapping[str, Any]:
-    """A config file (JSON, as `pulumi preview --policy-pack-config` takes it)."""
+    """A config file (JSON, as `pulumi preview --policy-pack-config` takes it), read strictly: a regular
+    file of at most MAX_CONFIG_BYTES, UTF-8, no duplicate keys (JSON parsers disagree on which one
+    wins, so a second `enforcementLevel` could switch a rule off unseen), no NaN or Infinity."""
+    from gpustack.files import FileRefused, read_limited
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read it ({exc})") from None
+        raw = read_limited(path, MAX_CONFIG_BYTES, "policy config file (JSON)")
+        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except FileRefused as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except (_StrictJSON, RecursionError) as exc:
+        raise ConfigError(f"{path}: {exc if isinstance(exc, _StrictJSON) else 'nested too deeply'}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON object keyed by guardrail name")
     return data
+
+
+class _StrictJSON(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _StrictJSON(f"the key {key!r} appears twice in one object; each key may appear once")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise _StrictJSON(f"{name} is not a number JSON allows; give a finite number")
 
 
 def _level(value: object, where: str) -> str:
@@ -100,7 +127,8 @@ def _check_option(rule: Rule, key: str, value: object, where: str) -> None:
         "array": isinstance(value, list) and all(isinstance(v, str) for v in value),
         "object": isinstance(value, dict) and all(isinstance(v, str) for v in value.values()),
         "integer": isinstance(value, int) and not isinstance(value, bool),
-        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+        # NaN compares false with everything: a NaN cap would pass every pool.
+        "number": isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value),
     }[kind]
     if ok and kind in ("integer", "number") and value < schema.get("minimum", value):
         ok = False

@@ -33,7 +33,11 @@ VALUES_FILE = "helm/gpu-operator-values.yaml"
 HAMI_VALUES_FILE = "helm/hami-values.yaml"
 
 
-class _Dumper(yaml.SafeDumper):
+# libyaml's emitter when PyYAML has it: the pure-Python one took most of the time of a large render.
+_SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_SafeDumper):  # type: ignore[misc,valid-type]
     """Block style for multi-line strings (configs, scripts), so the files read like hand-written YAML;
     no anchors or aliases, even where two places hold the same Python object."""
 

@@ -15,13 +15,14 @@ from typing import Any, cast
 from gpustack.catalog import Catalog, load_catalog, read_catalog_file
 from gpustack.clouds import CLOUDS
 from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
+from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
 from gpustack.spec.model import (
     CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
     Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec, Target, Workload,
 )
 from gpustack.spec.reader import BAD, Reader
-from gpustack.spec.yamlsource import Document, Path, parse
+from gpustack.spec.yamlsource import MAX_FILE_BYTES, Document, Path, parse
 
 MAX_WORKLOADS = 20_000
 MAX_TARGETS = 64
@@ -60,13 +61,9 @@ def load_spec(path: str | FilePath, catalogs: Sequence[str] = ()) -> Spec:
     catalog after the spec's own `catalog:` (so the last one given wins a row)."""
     file = str(path)
     try:
-        raw = FilePath(path).read_bytes()
-    except FileNotFoundError:
-        raise SpecError([Problem(None, "", f"{file}: no such file")]) from None
-    except IsADirectoryError:
-        raise SpecError([Problem(None, "", f"{file}: is a directory, not a spec file")]) from None
-    except OSError as exc:
-        raise SpecError([Problem(None, "", f"{file}: cannot be read ({exc.strerror})")]) from None
+        raw = read_limited(path, MAX_FILE_BYTES, "spec file")
+    except FileRefused as exc:
+        raise SpecError([Problem(None, "", f"{file}: {exc}")]) from None
     return load_text(raw, file, catalogs, base_dir=FilePath(path).parent)
 
 
@@ -90,6 +87,11 @@ class _SpecReader(Reader):
         data = self.doc.data
         if isinstance(data, dict):  # `x-` keys hold YAML anchors for merge keys (`x-serving: &serving {...}`)
             data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
+        if not isinstance(data, dict) or not any(key in data for key in TOP_KEYS + TOP_OPTIONAL):
+            # Not a spec at all (a wrong file): say so without echoing what the file holds.
+            self.problem((), f"this is not a gpustack spec: it has none of the keys {one_of(TOP_KEYS)} "
+                             "(a spec starts with 'version: 1')")
+            raise SpecError(self.problems)
         root = self.mapping((), data, required=TOP_KEYS, optional=TOP_OPTIONAL, what="the spec")
         if root is BAD:
             raise SpecError(self.problems)
@@ -97,7 +99,7 @@ class _SpecReader(Reader):
         if self.problems:
             raise SpecError(self.problems)
         version = root.get("version", BAD)
-        if version is not BAD and version != 1:
+        if version is not BAD and (type(version) is not int or version != 1):  # not true, not 1.0
             self.problem(("version",), f"{show(version)} is not supported; this gpustack reads version 1")
         name = self.dns_label(("name",), root["name"], max_len=SPEC_NAME_MAX) if "name" in root else BAD
         labels = self.labels(("labels",), root.get("labels", {}))

@@ -26,6 +26,7 @@ BAD: Any = _Bad()
 
 # Patterns are applied with fullmatch: `$` alone lets a trailing newline through.
 DNS_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
+MAX_UNKNOWN_KEYS = 20  # per mapping; the rest are counted in one problem
 _TYPE_NAMES = {str: "a string", int: "a whole number", float: "a number", bool: "true or false",
                list: "a list", dict: "a mapping"}
 
@@ -75,7 +76,12 @@ class Reader:
             return self.problem(path, f"expected a mapping{' (' + what + ')' if what else ''}, got {type_name(value)}"
                                       f" {show(value) if value is not None else ''}".rstrip())
         ok = True
+        unknown = 0
         for key in value:
+            if key not in allowed:
+                unknown += 1
+                if unknown > MAX_UNKNOWN_KEYS:  # a flood of keys: name the first ones, count the rest
+                    continue
             if path + (key,) in self.doc.typed_keys:
                 ok = False
                 self.typed_key_problem(path + (key,))
@@ -83,6 +89,8 @@ class Reader:
                 ok = False
                 self.problem(path + (key,), f"unknown key {key!r}{did_you_mean(key, allowed)}; "
                                             f"allowed here: {one_of(allowed)}", at_key=True)
+        if unknown > MAX_UNKNOWN_KEYS:
+            self.problem(path, f"{unknown - MAX_UNKNOWN_KEYS:,} more unknown keys; allowed here: {one_of(allowed)}")
         for key in required:
             if key not in value:
                 ok = False

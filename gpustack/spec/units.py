@@ -120,14 +120,21 @@ def parse_hours(value: object) -> tuple[int, int]:
     return start, end
 
 
+# IANA zone names: ASCII letters, digits, '_', '-', '+', at most three parts, each at most 14 characters
+# (tzdata's theory.html), e.g. America/Argentina/Buenos_Aires, Etc/GMT+5.
+_ZONE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,29}(/[A-Za-z0-9][A-Za-z0-9_+-]{0,29}){0,2}")
+
+
 def parse_timezone(value: object) -> str:
     import zoneinfo  # local: only specs with schedules pay for it
 
     if not isinstance(value, str) or not value:
         raise ValueError(f"expected an IANA time zone such as 'Europe/Berlin', got {show(value)}")
     try:
+        if not _ZONE_NAME.fullmatch(value):  # the form of tzdata's names; bounds the file name too
+            raise ValueError(value)
         zoneinfo.ZoneInfo(value)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: 'Europe' is a tzdata folder
         names = zoneinfo.available_timezones()
         raise ValueError(f"{show(value)} is not an IANA time zone{did_you_mean(value, names)}; "
                          "use a name such as 'Europe/Berlin', 'America/New_York' or 'UTC'") from None

@@ -36,7 +36,9 @@ except AttributeError:  # pragma: no cover - PyYAML built without libyaml
 # Limits, documented in README "Limits".
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_DEPTH = 32
-MAX_NODES = 2_000_000  # after alias expansion
+MAX_NODES = 1_000_000  # values after alias expansion (20,000 workloads of 20 fields are 800,000)
+MAX_INTEGER = 10**15  # larger whole numbers are no spec value, and some cannot even be printed
+MAX_EXPANDED_BYTES = 64 * 1024 * 1024  # the text of every scalar, after alias expansion
 
 Path = tuple[str | int, ...]
 
@@ -119,6 +121,7 @@ def parse(text: str | bytes, file: str) -> Document:
 
 def _parse(text: str, file: str) -> Document:
     try:
+        _check_size(text, file)
         loader = _Loader(text)
         try:
             root = loader.get_single_node()
@@ -145,11 +148,6 @@ class _Converter:
         self.typed_keys: dict[Path, str] = {}
 
     def convert(self, root: yaml.Node) -> Document:
-        size = _expanded_size(root, {}, 0, self.file)
-        if size > MAX_NODES:
-            raise _fail(self.file, root.start_mark,
-                        f"the YAML expands to {size:,} values once aliases are expanded (at most {MAX_NODES:,}); "
-                        "refusing it")
         data = self._value(root, (), 0)
         return Document(self.file, data, self.marks, self.key_marks, self.typed_keys)
 
@@ -176,6 +174,8 @@ class _Converter:
                 from_merge = i >= len(explicit)
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise _fail(self.file, key_node.start_mark, "a mapping key must be a plain value, not a list or mapping")
+                if key_node.tag not in _SCALAR_TAGS:
+                    raise _fail(self.file, key_node.start_mark, f"the YAML tag {key_node.tag!r} is not allowed in a spec")
                 resolved = self._checked(self._scalar(key_node), key_node, path + (str(key_node.value),))
                 # Not text (`on:` is true in YAML 1.1): keep the text as written; readers refuse it where text is meant.
                 key = resolved if isinstance(resolved, str) else str(key_node.value)
@@ -208,10 +208,13 @@ class _Converter:
         try:
             constructor = yaml.SafeLoader.yaml_constructors[tag]
             result = constructor(_SCALAR_LOADER, node)
-        except (ValueError, OverflowError, yaml.YAMLError):
+        except (ValueError, OverflowError, IndexError, yaml.YAMLError):  # e.g. `!!int ""`: keep the text
             return value
         if tag == "tag:yaml.org,2002:timestamp":
             return value  # dates are not spec values; keep the text so the field check reports it
+        if isinstance(result, int) and not isinstance(result, bool) and abs(result) > MAX_INTEGER:
+            raise _fail(self.file, node.start_mark, f"the number {show(value, 30)} is too large to be a spec value "
+                                                    f"(at most {MAX_INTEGER:,})")
         return result
 
 
@@ -251,21 +254,51 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int, file: str) -> int:
-    """How many values the node becomes once aliases are expanded, without expanding them."""
-    known = memo.get(id(node))
-    if known is not None:
-        return known
-    if depth > MAX_DEPTH:
-        raise _fail(file, node.start_mark, f"the YAML is nested more than {MAX_DEPTH} levels deep")
-    size = 1
-    if isinstance(node, yaml.SequenceNode):
-        size += sum(_expanded_size(child, memo, depth + 1, file) for child in node.value)
-    elif isinstance(node, yaml.MappingNode):
-        size += sum(_expanded_size(k, memo, depth + 1, file) + _expanded_size(v, memo, depth + 1, file)
-                    for k, v in node.value)
-    memo[id(node)] = size
-    return size
+def _check_size(text: str, file: str) -> None:
+    """Refuse a document whose values, once aliases are expanded, pass MAX_NODES or MAX_EXPANDED_BYTES,
+    or that nests deeper than MAX_DEPTH, from the parser's events, before any node is built: time and
+    memory stay bounded by the limits, not by what an alias bomb or a flood of keys expands to."""
+    loader = _Loader(text)
+    anchors: dict[str, tuple[int, int]] = {}
+    open_nodes: list[list[Any]] = []  # [values, bytes, anchor] of each collection being read
+    values = size = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
+                if isinstance(event, yaml.ScalarEvent):
+                    these = (1, len(event.value))
+                    if event.anchor is not None:
+                        anchors[event.anchor] = these
+                else:
+                    these = anchors.get(event.anchor, (1, 0))
+            elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                open_nodes.append([1, 0, event.anchor])
+                values += 1
+                if len(open_nodes) > MAX_DEPTH:
+                    raise _fail(file, event.start_mark, f"the YAML is nested more than {MAX_DEPTH} levels deep")
+                continue
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                count, length, anchor = open_nodes.pop()
+                if anchor is not None:
+                    anchors[anchor] = (count, length)
+                if open_nodes:
+                    open_nodes[-1][0] += count
+                    open_nodes[-1][1] += length
+                continue
+            else:
+                continue
+            if open_nodes:
+                open_nodes[-1][0] += these[0]
+                open_nodes[-1][1] += these[1]
+            values += these[0]
+            size += these[1]
+            if values > MAX_NODES or size > MAX_EXPANDED_BYTES:
+                what = (f"{MAX_NODES:,} values" if values > MAX_NODES else f"{MAX_EXPANDED_BYTES:,} bytes of text")
+                raise _fail(file, event.start_mark, f"the YAML is too large once aliases are expanded: at most "
+                                                    f"{what}; refusing it")
+    finally:
+        loader.dispose()
 
 
 class _ScalarLoader(yaml.SafeLoader):

@@ -1,0 +1,52 @@
+"""Reading a user's file with bounds: a regular file only, at most a limit, never blocking.
+
+`/dev/zero` would grow without end and a FIFO would block forever when read whole, and the size a
+file reports can change while it is read. So the file is opened without blocking, refused unless it
+is a regular file, and read up to the limit plus one byte: one byte more than allowed is enough to
+say it is too large.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+
+class FileRefused(ValueError):
+    """A file that cannot be used; the message says why, for people (no file contents in it)."""
+
+
+def read_limited(path: str | os.PathLike[str], limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file at `path`, at most `limit` of them, or FileRefused."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        handle = os.open(path, flags)
+    except FileNotFoundError:
+        raise FileRefused("no such file") from None
+    except IsADirectoryError:
+        raise FileRefused(f"is a directory, not a {what}") from None
+    except OSError as exc:
+        raise FileRefused(f"cannot be read ({exc.strerror})") from None
+    try:
+        info = os.fstat(handle)
+        if stat.S_ISDIR(info.st_mode):
+            raise FileRefused(f"is a directory, not a {what}")
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefused(f"is not a regular file (a device, FIFO or socket); give a {what}")
+        if info.st_size > limit:
+            raise FileRefused(f"is {info.st_size:,} bytes; a {what} may be at most {limit:,} bytes")
+        chunks, size = [], 0
+        while size <= limit:
+            try:
+                chunk = os.read(handle, min(1 << 20, limit + 1 - size))
+            except OSError as exc:
+                raise FileRefused(f"cannot be read ({exc.strerror})") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise FileRefused(f"grew past {limit:,} bytes while it was read; a {what} may be at most {limit:,} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(handle)
