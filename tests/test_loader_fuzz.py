@@ -130,8 +130,8 @@ def test_binary_junk(data):
 
 @pytest.mark.parametrize("text, message", [
     ("", "the file is empty"),
-    ("null\n", "expected a mapping (the spec), got nothing (null)"),
-    ("[1, 2]\n", "expected a mapping (the spec), got a list"),
+    ("null\n", "this is not a gpustack spec: it holds nothing (null), not a mapping"),
+    ("[1, 2]\n", "this is not a gpustack spec: it holds a list, not a mapping"),
     ("version: 1\nversion: 1\n", "duplicate key 'version'"),
     ("a: !!python/object/apply:os.system [true]\n", "the YAML tag 'tag:yaml.org,2002:python/object/apply:os.system' "
                                                     "is not allowed"),

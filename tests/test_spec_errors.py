@@ -242,8 +242,8 @@ def test_yaml_problems_are_located():
         "spec.yaml:2:1: duplicate key 'version' (first at line 1); each key may appear once")
     assert error("") == "spec.yaml:1:1: the file is empty; a spec starts with 'version: 1'"
     # Not a spec at all: said without echoing the file's contents.
-    assert error("- a\n- b\n") == ("spec.yaml:1:1: this is not a gpustack spec: it has none of the keys version, "
-                                   "name, targets, workloads (a spec starts with 'version: 1')")
+    assert error("- a\n- b\n") == ("spec.yaml:1:1: this is not a gpustack spec: it holds a list, not a mapping "
+                                   "(a spec starts with 'version: 1')")
 
 
 def test_capability_gap_reported_before_render():

@@ -21,7 +21,7 @@ from gpustack.spec.model import (
     CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
     Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec, Target, Workload,
 )
-from gpustack.spec.reader import BAD, Reader
+from gpustack.spec.reader import BAD, Reader, type_name
 from gpustack.spec.yamlsource import MAX_FILE_BYTES, Document, Path, parse
 
 MAX_WORKLOADS = 20_000
@@ -89,8 +89,9 @@ class _SpecReader(Reader):
             data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
         if not isinstance(data, dict) or not any(key in data for key in TOP_KEYS + TOP_OPTIONAL):
             # Not a spec at all (a wrong file): say so without echoing what the file holds.
-            self.problem((), f"this is not a gpustack spec: it has none of the keys {one_of(TOP_KEYS)} "
-                             "(a spec starts with 'version: 1')")
+            what = (f"it has none of the keys {one_of(TOP_KEYS)}" if isinstance(data, dict)
+                    else f"it holds {type_name(data)}, not a mapping")
+            self.problem((), f"this is not a gpustack spec: {what} (a spec starts with 'version: 1')")
             raise SpecError(self.problems)
         root = self.mapping((), data, required=TOP_KEYS, optional=TOP_OPTIONAL, what="the spec")
         if root is BAD:
