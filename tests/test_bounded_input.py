@@ -10,7 +10,6 @@ import os
 import threading
 
 import pytest
-import yaml
 
 from conftest import spec_text
 from gpustack.cli import main

@@ -12,7 +12,6 @@ import dataclasses
 import functools
 from collections.abc import Iterable
 from importlib import resources
-from pathlib import Path as FilePath
 from typing import Any
 
 import yaml
