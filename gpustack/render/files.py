@@ -37,7 +37,7 @@ HAMI_VALUES_FILE = "helm/hami-values.yaml"
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _Dumper(_SafeDumper):  # type: ignore[misc,valid-type]
+class _Dumper(_SafeDumper):  # type: ignore[misc]
     """Block style for multi-line strings (configs, scripts), so the files read like hand-written YAML;
     no anchors or aliases, even where two places hold the same Python object."""
 

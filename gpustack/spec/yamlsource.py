@@ -271,7 +271,7 @@ def _check_size(text: str, file: str) -> None:
                     if event.anchor is not None:
                         anchors[event.anchor] = these
                 else:
-                    these = anchors.get(event.anchor, (1, 0))
+                    these = anchors.get(event.anchor or "", (1, 0))
             elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 open_nodes.append([1, 0, event.anchor])
                 values += 1
