@@ -252,3 +252,19 @@ def test_disk_too_small_for_a_gpu_node_is_a_located_error():
     with pytest.raises(SpecError) as info:
         load_text(spec_text([{**TRAIN, "gpu": "T4", "disk": "10Gi"}]), "spec.yaml")
     assert "workloads[0].disk" in str(info.value) and "less than 30Gi" in str(info.value)
+
+
+def test_gcp_h200_on_spot_plans_where_on_demand_is_refused():
+    target, _ = plan([{**TRAIN, "gpu": "H200", "gpus": 8}], "gcp")
+    assert [(p.capacity, p.instance_type) for p in target.pools] == [("spot", "a3-ultragpu-8g")]
+
+
+def test_azure_rules_by_size_name():
+    from gpustack.clouds.azure import acceptance
+
+    assert acceptance.reservation_refusal("Standard_NV36ads_A10_v5") is None
+    assert acceptance.reservation_refusal("Standard_NC8as_T4_v3") is None
+    assert "ND-series" in acceptance.reservation_refusal("Standard_ND96isr_H100_v5")
+    assert acceptance.reservation_refusal("Standard_NC40ads_H100_v5") is not None  # NCads H100 v5
+    assert "B-series or promo" in acceptance.spot_refusal("Standard_B4ms", "eastus", 0.05)
+    assert acceptance.spot_refusal("Standard_NC24ads_A100_v4", "eastus", 1.2) is None
