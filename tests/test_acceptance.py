@@ -255,7 +255,7 @@ def test_disk_too_small_for_a_gpu_node_is_a_located_error():
 
 
 def test_gcp_h200_on_spot_plans_where_on_demand_is_refused():
-    target, _ = plan([{**TRAIN, "gpu": "H200", "gpus": 8}], "gcp")
+    target, _ = plan([{**TRAIN, "gpu": "H200", "gpus": 8}], "gcp", node_locations=["us-central1-b"])
     assert [(p.capacity, p.instance_type) for p in target.pools] == [("spot", "a3-ultragpu-8g")]
 
 
