@@ -25,6 +25,7 @@ from gpustack.spec import load_spec, load_text
 EXAMPLE_PLAN = build_plan(load_spec(EXAMPLE))
 TARGETS = [t.name for t in EXAMPLE_PLAN.targets]
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
+CHARTS = Path(__file__).resolve().parent / "charts"  # charts' default values at the pinned tags
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
@@ -272,3 +273,35 @@ def test_gpu_operator_is_pinned_to_the_current_release_with_only_keys_read_in_it
         if operator_needed(cloud):
             seen |= _value_paths(values(target, cloud))
     assert seen and seen <= CHART_VALUE_KEYS, sorted(seen - CHART_VALUE_KEYS)
+
+
+def _chart_default(values: dict, path: str) -> object:
+    node: object = values
+    for part in path.split("."):
+        assert isinstance(node, dict) and part in node, f"{path}: no {part!r} in the chart's values"
+        node = node[part]
+    return node
+
+
+def test_every_value_gpustack_sets_is_a_key_of_the_pinned_chart_with_the_same_shape():
+    """The chart's own values.yaml at the pinned tag: a renamed or moved key would be ignored by Helm
+    without a word, so the operator would run with its default (e.g. its own driver on AKS)."""
+    from gpustack.clouds import CLOUDS
+    from gpustack.render.operator import _CONTROL_PLANE_TOLERATIONS, CHART_VALUE_KEYS, operator_needed, values
+
+    chart = yaml.safe_load((CHARTS / f"gpu-operator-values-{CHART_VERSION}.yaml").read_text())
+    for path in sorted(CHART_VALUE_KEYS):
+        _chart_default(chart, path)
+    plan = build_plan(load_spec(EXAMPLE))
+    for target in plan.targets:
+        cloud = CLOUDS.get(target.cloud)
+        if not operator_needed(cloud):
+            continue
+        rendered = values(target, cloud)
+        for path in _value_paths(rendered):
+            ours, theirs = _chart_default(rendered, path), _chart_default(chart, path)
+            assert type(ours) is type(theirs), (target.name, path, ours, theirs)
+    # A list replaces the chart's whole default: the control-plane toleration NFD's worker has by
+    # default is repeated, so it is the chart's.
+    nfd_default = _chart_default(chart, "node-feature-discovery.worker.tolerations")
+    assert isinstance(nfd_default, list) and all(t in nfd_default for t in _CONTROL_PLANE_TOLERATIONS)

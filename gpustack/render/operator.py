@@ -2,8 +2,8 @@
 
 Chart `gpu-operator` from NVIDIA's Helm repository (install guide:
 https://docs.nvidia.com/datacenter/cloud-native/gpu-operator/latest/install-gpu-operator.html).
-Value keys, checked against deployments/gpu-operator/values.yaml at the pinned tag (CHART_VALUE_KEYS,
-with a test that every key gpustack sets is one of them). ServiceMonitor relabelings are
+Value keys, checked against deployments/gpu-operator/values.yaml at the pinned tag (CHART_VALUE_KEYS;
+the tests hold that file, unchanged, in tests/charts and check every key gpustack sets, and its shape, there). ServiceMonitor relabelings are
 prometheus-operator RelabelConfigs (camelCase keys: the ClusterPolicy field is `[]*promv1.RelabelConfig`).
 
 Decisions, from the cloud's facts and the plan only:
