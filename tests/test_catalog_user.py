@@ -183,3 +183,23 @@ def test_a_gpu_the_cloud_cannot_run_is_a_cloud_gap_with_its_source():
     message = str(info.value)
     assert "A10G is not offered by GKE (target 'gcp-t'): GKE has no accelerator type for A10G (https://" in message
     assert "--catalog" not in message
+
+
+@pytest.mark.parametrize("command", [
+    ["validate"], ["plan", "--format", "json"], ["check"], ["render", "--target", "aws-t", "--out", "{out}"],
+])
+def test_every_planning_command_takes_a_catalog(tmp_path, capsys, command):
+    catalog = write(tmp_path, "mine.csv", HEADER + PARIS)
+    spec = paris_spec(tmp_path)
+    args = [a.replace("{out}", str(tmp_path / "rendered")) for a in command]
+    assert main([args[0], str(spec), *args[1:], "--catalog", str(catalog)]) in (0, 1)  # check may find violations
+    assert "no EKS prices for 'eu-west-3'" not in capsys.readouterr().err
+    assert main([args[0], str(spec), *args[1:]]) == 2
+    assert "the bundled catalog has no EKS prices for 'eu-west-3'" in capsys.readouterr().err
+
+
+def test_diff_takes_a_catalog(tmp_path, capsys):
+    catalog = write(tmp_path, "mine.csv", HEADER + PARIS)
+    spec = paris_spec(tmp_path)
+    assert main(["diff", str(spec), str(spec), "--catalog", str(catalog), "--format", "json"]) == 0
+    assert main(["diff", str(spec), str(spec)]) == 2
