@@ -46,5 +46,15 @@ def test_the_main_regions_of_each_cloud_are_bundled():
     regions = {(row.cloud, row.region) for row in load_catalog().instances}
     for cloud, region in [("aws", "eu-west-1"), ("aws", "eu-central-1"), ("aws", "ap-northeast-1"),
                           ("gcp", "europe-west4"), ("gcp", "asia-southeast1"), ("oci", "eu-frankfurt-1"),
-                          ("oci", "uk-london-1"), ("oci", "ap-tokyo-1")]:
+                          ("oci", "uk-london-1"), ("oci", "ap-tokyo-1"),
+                          ("azure", "westeurope"), ("azure", "swedencentral"), ("azure", "japaneast")]:
         assert (cloud, region) in regions
+
+
+def test_azure_has_eu_and_apac_regions_with_their_own_dates():
+    rows = [row for row in load_catalog().instances if row.cloud == "azure"]
+    dates = {(row.region, row.as_of) for row in rows}
+    assert {("westeurope", "2026-08-22"), ("swedencentral", "2026-08-22"), ("japaneast", "2026-06-18")} <= dates
+    h100 = {row.region: row for row in rows if row.name == "Standard_ND96isr_H100_v5"}
+    assert h100["westeurope"].gpus == h100["japaneast"].gpus == 8  # facts of the corrected eastus row
+    assert h100["westeurope"].spot is not None and h100["japaneast"].spot is None  # the APAC source has no Spot

@@ -203,3 +203,12 @@ def test_diff_takes_a_catalog(tmp_path, capsys):
     spec = paris_spec(tmp_path)
     assert main(["diff", str(spec), str(spec), "--catalog", str(catalog), "--format", "json"]) == 0
     assert main(["diff", str(spec), str(spec)]) == 2
+
+
+@pytest.mark.parametrize("command", [["check"], ["diff", "{spec}"], ["plan"], ["validate"]])
+def test_every_command_that_prices_warns_when_the_prices_are_old(tmp_path, capsys, command):
+    catalog = write(tmp_path, "old.csv", HEADER + PARIS.replace("2026-11-20", "2020-01-01"))
+    spec = str(paris_spec(tmp_path))
+    args = [a.replace("{spec}", spec) for a in command]
+    assert main([args[0], spec, *args[1:], "--catalog", str(catalog)]) in (0, 1)  # check may find violations
+    assert "warning: aws-t: prices as of 2020-01-01: the oldest is " in capsys.readouterr().err

@@ -31,11 +31,16 @@ def compile_spec(spec_path: str, catalogs: Sequence[str] = ()) -> tuple[Spec, Pl
 def print_warnings(plan: Plan, today: datetime.date | None = None) -> None:
     """The plan's warnings, then one per target whose prices are old on `today` (a fact of the day the
     command runs, so it is not part of the plan, which stays the same from day to day)."""
-    from gpustack.catalog.freshness import stale_message
-
     for warning in plan.warnings:
         where = f"{warning.target}: " if warning.target else ""
         print(f"warning: {where}{warning.message}", file=sys.stderr)
+    print_price_age(plan, today)
+
+
+def print_price_age(plan: Plan, today: datetime.date | None = None) -> None:
+    """One warning per target whose prices are more than 180 days old on `today`."""
+    from gpustack.catalog.freshness import stale_message
+
     today = today or datetime.date.today()
     for target in plan.targets:
         stale = stale_message(target.prices_as_of, today)

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpustack.commands._shared import compile_spec, select_target
+    from gpustack.commands._shared import compile_spec, print_price_age, select_target
     from gpustack.diff import load_plan
     from gpustack.errors import UsageError
     from gpustack.guardrails import evaluate
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     plan = select_target(plan, args.target)
     baseline = load_plan(args.baseline, args.catalog) if args.baseline else None
     violations = evaluate(plan_views(plan, baseline), chosen)
+    print_price_age(plan)
     if args.format == "json":
         out = {"targets": [t.name for t in plan.targets], "violations": [v.to_dict() for v in violations],
                "mandatory": sum(v.level == "mandatory" for v in violations),

@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpustack.commands._shared import select_target
+    from gpustack.commands._shared import print_price_age, select_target
     from gpustack.diff import diff_plans, load_plan
     from gpustack.errors import UsageError, did_you_mean
 
@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
                              f"targets: {', '.join(names)}")
         old, new = (select_target(p, args.target) if args.target in {t.name for t in p.targets}
                     else dataclasses.replace(p, targets=(), warnings=()) for p in (old, new))
+    print_price_age(new)  # the cost of the change is priced at the new plan's rows
     diff = diff_plans(old, new, args.old, args.new)
     if args.format == "json":
         sys.stdout.write(diff.to_json())
