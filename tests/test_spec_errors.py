@@ -149,7 +149,7 @@ def test_gpu_not_offered_in_region_names_where_it_is():
     assert error(text) == (
         f"{at(text, 'T4')}: workloads[0].gpu: the bundled catalog has no T4 rows for OKE us-ashburn-1 (target "
         "'oci-t'); it has T4 in: EKS ap-northeast-1, eu-central-1, eu-west-1, us-east-1, us-west-2; AKS eastus, "
-        "westus2; GKE us-central1, us-east4; if OKE "
+        "japaneast, swedencentral, westeurope, westus2; GKE us-central1, us-east4; if OKE "
         "offers T4 there, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog "
         "refresh --cloud oci --region us-ashburn-1")
 
