@@ -108,3 +108,24 @@ def test_plan_reports_the_node_gap_when_not_proved(tmp_path, capfd, heuristic_on
     pool = json.loads(capfd.readouterr().out)["targets"][0]["pools"][0]
     assert pool["max_nodes"] == 6 and pool["packing"]["proved_optimal"] is False
     assert any("6 nodes, at most 1 more than the lower bound of 5" in note for note in pool["notes"])
+
+
+def test_the_exact_step_gives_byte_identical_plans_across_processes(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(spec_text(NOTEBOOKS + [
+        {"name": "cpu-heavy", "kind": "inference", "gpu": "A100-80GB", "mig": "4g.40gb", "cpu": 16,
+         "memory": "64Gi", "replicas": 10, "capacity": "on-demand"},
+        {"name": "cpu-light", "kind": "inference", "gpu": "A100-80GB", "mig": "1g.20gb", "cpu": 8,
+         "memory": "32Gi", "replicas": 8, "capacity": "on-demand"}]))
+    outputs = set()
+    for seed in ("0", "11"):
+        result = subprocess.run([sys.executable, "-m", "gpustack", "plan", str(spec), "--format", "json"],
+                                capture_output=True, check=True, env={**os.environ, "PYTHONHASHSEED": seed})
+        outputs.add(result.stdout)
+    assert len(outputs) == 1
+    methods = {p["packing"]["method"] for p in json.loads(outputs.pop())["targets"][0]["pools"]}
+    assert "integer program" in methods  # the MIG pool went through the solver, not only the heuristic

@@ -92,9 +92,11 @@ def test_hami_lets_a_gpu_hold_as_many_pods_as_the_plan_puts_there():
     assert hami.values(plan.targets[0])["devicePlugin"]["deviceSplitCount"] == 25
 
 
-def test_pod_resources_are_hamis_names_and_the_planned_percent():
-    assert hami.pod_resources(0.34, 22_888) == {"nvidia.com/gpu": 1, "nvidia.com/gpucores": 34,
-                                                "nvidia.com/gpumem": 7781}
+def test_pods_ask_hami_for_the_planned_percent_of_compute_and_memory():
+    target = plan_of([serve("odd", 0.333, 3, sharing="fractional")]).targets[0]
+    [request] = target.pod_requests
+    assert {"nvidia.com/gpu": "1", "nvidia.com/gpucores": "34", "nvidia.com/gpumem-percentage": "34"}.items() <= \
+        dict(request.resources).items()
 
 
 # -- the packer and its bound -----------------------------------------------------------------------

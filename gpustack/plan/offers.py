@@ -66,6 +66,10 @@ def mig_strategy(pools: Sequence[Pool], cloud: Cloud) -> str:
 # knows (Project-HAMi/HAMi README; gpustack/render/hami.py sets the split: 100 over the smallest percent,
 # at least HAMi's default 10).
 HAMI_CORES_RESOURCE = "nvidia.com/gpucores"
+# The same percent of the GPU's memory (charts/hami/values.yaml resourceMemPercentage): without a memory
+# ask HAMi gives a pod the whole card's memory (device-configmap.yaml defaultMemory: 0) and counts it so,
+# and no second pod would fit the GPU.
+HAMI_MEMORY_PERCENT_RESOURCE = "nvidia.com/gpumem-percentage"
 HAMI_DEFAULT_SPLIT = 10
 
 
@@ -139,7 +143,8 @@ def pod_requests(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[PodRe
             resource = _pod_gpu_resource(pool, placement.profile, gpus)
             extra = []
             if pool.sharing.mode == "fractional":
-                extra.append((HAMI_CORES_RESOURCE, str(round(placement.gpu_share * 100))))
+                percent = str(round(placement.gpu_share * 100))
+                extra.extend(((HAMI_CORES_RESOURCE, percent), (HAMI_MEMORY_PERCENT_RESOURCE, percent)))
             if placement.cpu:
                 extra.append(("cpu", quantity_cpu(placement.cpu)))
             if placement.memory_gib:
