@@ -141,7 +141,7 @@ def pod_requests(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[PodRe
             placement = next(p for p in pool.placements if p.workload == workload)
             gpus = round(placement.gpu_share) if pool.sharing.mode == "none" else 1
             resource = _pod_gpu_resource(pool, placement.profile, gpus)
-            extra = []
+            extra: list[tuple[str, str]] = []
             if pool.sharing.mode == "fractional":
                 percent = str(round(placement.gpu_share * 100))
                 extra.extend(((HAMI_CORES_RESOURCE, percent), (HAMI_MEMORY_PERCENT_RESOURCE, percent)))
