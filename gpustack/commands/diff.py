@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     from gpustack.diff import diff_plans, load_plan
     from gpustack.errors import UsageError, did_you_mean
 
-    old, new = load_plan(args.old, args.catalog), load_plan(args.new, args.catalog)
+    old = load_plan(args.old, args.catalog)
+    new = load_plan(args.new, args.catalog, current=old)  # the old pools keep their types unless a move pays
     if args.target is not None:
         names = sorted({t.name for t in (*old.targets, *new.targets)})
         if args.target not in names:

@@ -18,13 +18,15 @@ from gpustack.spec import load_spec
 from gpustack.spec.load import load_text
 
 
-def load_plan(source: str, catalogs: Sequence[str] = ()) -> Plan:
-    """The plan of the spec at `source` (a file, or REF:PATH when no such file exists).
+def load_plan(source: str, catalogs: Sequence[str] = (), current: Plan | None = None) -> Plan:
+    """The plan of the spec at `source` (a file, or REF:PATH when no such file exists); `current`: the
+    plan deployed now, whose pools keep their instance types unless moving saves enough.
 
     A git spec's `catalog:` is read from the working tree, relative to PATH's folder."""
     if Path(source).exists() or ":" not in source:
-        return build_plan(load_spec(source, catalogs))
-    return build_plan(load_text(git_show(source), source, catalogs, base_dir=Path(source.partition(":")[2]).parent))
+        return build_plan(load_spec(source, catalogs), current=current)
+    return build_plan(load_text(git_show(source), source, catalogs, base_dir=Path(source.partition(":")[2]).parent),
+                      current=current)
 
 
 def git_show(source: str) -> bytes:

@@ -3,7 +3,9 @@
 A pool holds one workload kind, one GPU model, one capacity type, one sharing mode (with its
 clients per GPU, or its MIG profile where the cloud takes one profile per pool), one instance type
 and one schedule. These define the pool and its name, and each is decided per workload
-(`gpustack.plan.choices`), so a pool's name and instance type never depend on the other workloads.
+(`gpustack.plan.choices`), so a pool's name does not depend on the other workloads, except for its
+instance type: workloads that would share a pool move to one type for all their replicas when that
+saves more than `pools.type_change_saving` (`gpustack.plan.pool_types`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import fallback, offers
+from gpustack.plan import fallback, offers, pool_types
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
 from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
+from gpustack.plan.packing import DoesNotFit
 from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.load import pinned_key
@@ -43,13 +46,18 @@ def mig_size_class(profile: Profile, gpu: GpuModel) -> str:
     return "large" if 2 * profile.compute >= gpu.mig.compute_slices - 1 else "small"
 
 
-def build_plan(spec: Spec, catalog: Catalog | None = None) -> Plan:
-    """Plan every target of `spec`; raises SpecError for what only planning can find."""
+def build_plan(spec: Spec, catalog: Catalog | None = None, current: Plan | None = None) -> Plan:
+    """Plan every target of `spec`; raises SpecError for what only planning can find.
+
+    `current`: the plan deployed now, whose pools keep their instance types unless moving saves more
+    than `pools.type_change_saving` (`gpustack.plan.pool_types`)."""
     catalog = catalog or spec.catalog or load_catalog()
     problems: list[Problem] = []
     targets = []
     for target in sorted(spec.targets, key=lambda t: t.name):
-        planned = _TargetPlanner(spec, target, catalog, problems).plan()
+        deployed = frozenset(p.name for t in (current.targets if current else ()) if t.name == target.name
+                             for p in t.pools)
+        planned = _TargetPlanner(spec, target, catalog, problems, deployed).plan()
         if planned is not None:
             targets.append(planned)
     if problems:
@@ -59,8 +67,10 @@ def build_plan(spec: Spec, catalog: Catalog | None = None) -> Plan:
 
 
 class _TargetPlanner:
-    def __init__(self, spec: Spec, target: Target, catalog: Catalog, problems: list[Problem]):
+    def __init__(self, spec: Spec, target: Target, catalog: Catalog, problems: list[Problem],
+                 deployed: frozenset[str] = frozenset()):
         self.spec = spec
+        self.deployed = deployed  # the names of the target's pools in the current plan
         self.target = target
         self.catalog = catalog
         self.cloud: Cloud = CLOUDS.get(target.cloud)
@@ -91,6 +101,8 @@ class _TargetPlanner:
                 demands[key].append(demand)
         if len(self.problems) > before:
             return None
+        retyped = self.one_type_per_pool(demands)
+        demands = defaultdict(list, retyped.demands)
         self.note_split_mig(demands)
         pools: list[Pool] = []
         paired = {dataclasses.replace(k, capacity="on-demand") for k in demands if self.has_burst(k)}
@@ -104,6 +116,8 @@ class _TargetPlanner:
             pool = self.pool(key, demands[key])
             if pool is not None:
                 pools.append(pool)
+        pools = [dataclasses.replace(p, notes=p.notes + (retyped.notes[p.name],)) if p.name in retyped.notes else p
+                 for p in pools]
         pools.sort(key=lambda p: p.name)
         self.check_names(pools)
         self.check_reservation_settings(pools)
@@ -269,6 +283,23 @@ class _TargetPlanner:
         return workload.hours_per_month or HOURS_PER_MONTH
 
     # -- per pool -----------------------------------------------------------------------------
+    def one_type_per_pool(self, demands: dict[PoolKey, list[Demand]]) -> pool_types.Retyped:
+        paired = {dataclasses.replace(k, capacity="on-demand", instance="") for k in demands if self.has_burst(k)}
+
+        def fixed(key: PoolKey, found: list[Demand]) -> bool:
+            return (key.capacity == "reserved" or key.fallback or dataclasses.replace(key, instance="") in paired
+                    or any(d.workload.pinned_instance(self.target.cloud) for d in found))
+
+        def cost_of(key: PoolKey, found: list[Demand]) -> float | None:
+            try:
+                return build_pool(key, key.name(), found, self.spec, self.cloud, self.catalog,
+                                  self.prices).monthly_cost_usd
+            except (ValueError, DoesNotFit):
+                return None
+
+        return pool_types.one_type_per_pool(demands, self.rows, self.cloud, self.prices, cost_of,
+                                            self.spec.type_change_saving, self.deployed, fixed)
+
     def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:
         name = key.name()
         try:

@@ -19,7 +19,8 @@ from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
 from gpustack.spec.model import (
     CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
-    Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec, Target, Workload,
+    TYPE_CHANGE_SAVING, Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec,
+    Target, Workload,
 )
 from gpustack.spec.reader import BAD, Reader, type_name
 from gpustack.spec.yamlsource import MAX_FILE_BYTES, Document, Path, parse
@@ -106,6 +107,7 @@ class _SpecReader(Reader):
         labels = self.labels(("labels",), root.get("labels", {}))
         pricing = self.pricing(("pricing",), root.get("pricing", {}))
         split_by = self.split_by(("pools",), root.get("pools", {}))
+        type_change = self.type_change_saving(("pools",), root.get("pools", {}))
         workloads = self.workloads(root.get("workloads", BAD))
         targets = self.targets(root.get("targets", BAD), workloads, written_names(root.get("workloads")))
         if self.problems:
@@ -116,11 +118,13 @@ class _SpecReader(Reader):
         self.check_prices_used(pricing, targets)
         if self.problems:
             raise SpecError(self.problems)
-        return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc, self.catalog, split_by)
+        return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc, self.catalog, split_by,
+                    type_change)
 
     def split_by(self, path: Path, value: Any) -> tuple[str, ...]:
         """`pools: {split_by: [team]}`: label keys whose values each get their own pools."""
-        value = self.mapping(path, value, optional=("split_by",), what="{split_by: [label keys]}")
+        value = self.mapping(path, value, optional=("split_by", "type_change_saving"),
+                             what="{split_by: [label keys], type_change_saving: 0.1}")
         if value is BAD or "split_by" not in value:
             return ()
         keys = self.sequence(path + ("split_by",), value["split_by"], min_items=1, what="label keys")
@@ -136,6 +140,15 @@ class _SpecReader(Reader):
                 continue
             out.append(key)
         return tuple(out)
+
+    def type_change_saving(self, path: Path, value: Any) -> float:
+        """`pools: {type_change_saving: 0.1}`: the share of a pool's monthly cost that moving it to another
+        instance type must save before the plan moves it (a move replaces the node pool)."""
+        if not isinstance(value, dict) or "type_change_saving" not in value:
+            return TYPE_CHANGE_SAVING
+        found = self.number(path + ("type_change_saving",), value["type_change_saving"], minimum=0, maximum=1,
+                            exclusive_maximum=True)
+        return TYPE_CHANGE_SAVING if found is BAD else float(found)
 
     # -- user catalogs ------------------------------------------------------------------------
     def user_catalogs(self, written: Any) -> None:

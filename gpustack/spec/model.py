@@ -29,6 +29,9 @@ SharingMode = Literal["none", "time-slicing", "mps", "mig", "fractional"]
 KINDS: tuple[Kind, ...] = ("training", "fine-tuning", "inference", "notebook")
 CAPACITIES: tuple[Capacity, ...] = ("spot", "on-demand", "reserved")
 # fractional: enforced fractions (HAMi), only when a workload asks for it (docs/sharing.md).
+# The default of `pools.type_change_saving`: a move drains and recreates the pool's nodes, worth it
+# for a tenth of its bill, not for the few percent that a replica more or less shifts.
+TYPE_CHANGE_SAVING = 0.1
 SHARING_MODES: tuple[SharingMode, ...] = ("none", "time-slicing", "mps", "mig", "fractional")
 JOB_KINDS: frozenset[str] = frozenset({"training", "fine-tuning"})
 SHAREABLE_KINDS: frozenset[str] = frozenset({"inference", "notebook"})
@@ -195,6 +198,9 @@ class Spec:
     # `pools.split_by`: label keys whose values get pools of their own (e.g. team), so each pool is
     # attributable by its node labels.
     split_by: tuple[str, ...] = ()
+    # `pools.type_change_saving`: what moving a pool to a cheaper instance type must save, as a share of
+    # its monthly cost, before the plan moves it (docs/sharing.md, "Instance type per pool").
+    type_change_saving: float = TYPE_CHANGE_SAVING
 
     def workload(self, name: str) -> Workload:
         return self._workloads_by_name[name]
