@@ -292,7 +292,7 @@ class _TargetPlanner:
 
         def cost_of(key: PoolKey, found: list[Demand]) -> float | None:
             try:
-                return build_pool(key, key.name(), found, self.spec, self.cloud, self.catalog,
+                return build_pool(key, key.name(), found, self.spec, self.provisioner, self.catalog,
                                   self.prices).monthly_cost_usd
             except (ValueError, DoesNotFit):
                 return None
