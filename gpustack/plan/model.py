@@ -154,6 +154,10 @@ class PodRequest:
     # autoscaler's template may carry a taint with another value than the nodes (OKE adds nvidia.com/gpu="").
     tolerations: tuple[Taint, ...]
     pools: tuple[str, ...]  # the plan pools that carry its replicas
+    namespace: str = "default"  # where the workload's objects live (the spec's `namespace`)
+    kind: str = ""  # the spec's workload kind (training | fine-tuning | inference | notebook)
+    labels: Pairs = ()  # attribution labels of its pods: the spec's labels under the workload's own
+    checkpointing: bool = False  # the workload resumes from checkpoints (may run on spot)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -485,7 +489,8 @@ def _upgrade(u: FloorUpgrade | None) -> dict[str, Any] | None:
 def _pod_request(r: PodRequest) -> dict[str, Any]:
     return {"workload": r.workload, "resources": dict(r.resources), "node_selector": dict(r.node_selector),
             "tolerations": [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in r.tolerations],
-            "pools": list(r.pools)}
+            "pools": list(r.pools), "namespace": r.namespace, "kind": r.kind, "labels": dict(r.labels),
+            "checkpointing": r.checkpointing}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:

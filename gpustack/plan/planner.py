@@ -23,7 +23,7 @@ from gpustack.plan import fallback, offers, pool_types
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
-from gpustack.plan.model import Plan, Pool, TargetPlan, Warning
+from gpustack.plan.model import Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
 from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
 from gpustack.plan.prices import PriceBook
@@ -144,8 +144,15 @@ class _TargetPlanner:
             return None
         planned = costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
                                     self.catalog, self.cloud, tuple(self.warnings), tuple(self.notes))
-        return dataclasses.replace(planned, pod_requests=pod_requests, provisioner=self.provisioner.name,
-                                   fallback_groups=fallback.fallback_groups(pools))
+        return dataclasses.replace(planned, pod_requests=tuple(self.owned(r) for r in pod_requests),
+                                   provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools))
+
+    def owned(self, request: PodRequest) -> PodRequest:
+        """A workload's pod requests with what the spec says of its objects: namespace, kind, labels."""
+        workload = self.spec.workload(request.workload)
+        labels = {**dict(self.spec.labels), **dict(workload.labels)}
+        return dataclasses.replace(request, namespace=workload.namespace, kind=workload.kind,
+                                   labels=tuple(sorted(labels.items())), checkpointing=workload.checkpointing)
 
     # -- per workload -------------------------------------------------------------------------
     def demands_of(self, workload: Workload) -> list[tuple[PoolKey, Demand]]:

@@ -27,6 +27,7 @@ import yaml
 from gpustack.errors import UsageError
 from gpustack.render import KIND_ORDER, InCluster
 from gpustack.render.operator import install_command
+from gpustack.render.workloads import WorkloadWiring, helm_values, kustomization, patch, patch_file
 
 MARKER = ".gpustack-render"
 VALUES_FILE = "helm/gpu-operator-values.yaml"
@@ -92,6 +93,27 @@ def render_files(rendered: InCluster) -> dict[str, str]:
             + f"#   {install_command(release, HAMI_VALUES_FILE)}\n"
             + dump_yaml(release.values))
     files[MARKER] = (f"gpustack render output for target {rendered.target}; "
+                     "the whole directory is replaced on each run.\n")
+    return files
+
+
+def workload_files(target: str, wirings: tuple[WorkloadWiring, ...]) -> dict[str, str]:
+    """`gpustack render --workloads`: a kustomize Component of patches, and Helm values per workload."""
+    top = header(target).replace("--target", "--workloads --target")
+    files = {"kustomization.yaml": top
+             + "# A kustomize Component: add this directory under `components:` of the overlay that holds the\n"
+             + "# workloads' objects. Each patch targets one object by kind, name and namespace.\n"
+             + dump_yaml(kustomization(wirings))}
+    for w in wirings:
+        files[patch_file(w)] = (top + f"# {w.kind} {w.namespace}/{w.workload}: its GPU container is the one named "
+                                f"{w.container!r}.\n" + dump_yaml(patch(w)))
+        files[f"helm/{w.namespace}-{w.workload}-values.yaml"] = (
+            top + f"# Helm values for the chart that runs {w.namespace}/{w.workload} (the keys most charts use;\n"
+            + "# nest them where the chart expects them), e.g. `helm upgrade --install ... -f <this file>`.\n"
+            + dump_yaml(helm_values(w)))
+    if len(files) != 1 + 2 * len(wirings):
+        raise ValueError("two workloads map to one file name")
+    files[MARKER] = (f"gpustack render --workloads output for target {target}; "
                      "the whole directory is replaced on each run.\n")
     return files
 

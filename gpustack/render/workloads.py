@@ -1,0 +1,138 @@
+"""Workloads wired to their pools: per workload the pod-spec fragment that lands its pods on the pools
+the plan gave it, and nowhere else, built from the plan's `pod_requests`.
+
+Each fragment carries
+- node affinity: required, `gpustack.dev/pool In (<its pools>)`; preferred, the reserved floor before
+  the on-demand burst, or the spot pools before their on-demand fallback (the scheduler's choice among
+  running nodes; which pool the autoscaler grows is the priority expander's or the ComputeClass's,
+  see autoscaling.py);
+- the node selector the plan asks (the pool kind, a MIG profile, a GKE ComputeClass);
+- tolerations for exactly the taints of its pools (operator Exists on key and effect);
+- requests for cpu, memory and the extended resource its sharing mode needs, and a limit equal to the
+  request for the extended resources (Kubernetes refuses extended resources without it);
+- the attribution labels and `gpustack.dev/workload` on the object (what auto-stop selects) and on its
+  pods (what cost reports group by), plus `gpustack.dev/checkpointing` on pods that may run on spot.
+
+Written two ways: a Kustomize strategic-merge patch per workload targeting its object by kind, name and
+namespace (listed in a kustomize Component), and a Helm values snippet with the keys most charts use.
+The GPU container of the object is the one named after the workload (a strategic merge matches
+containers by name); the patch replaces the pod's tolerations and node affinity as a whole (those
+lists have no merge key).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gpustack.plan.model import PodRequest, Pool, TargetPlan
+from gpustack.plan.pools import CHECKPOINTING_LABEL, POOL_LABEL
+from gpustack.render.common import WORKLOAD_LABEL
+
+# The object each kind of workload usually runs as; the patch targets it by this kind.
+OBJECT_KINDS = {"inference": "Deployment", "notebook": "StatefulSet", "training": "Job", "fine-tuning": "Job"}
+API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1",
+                "Pod": "v1"}
+# Preferred-affinity weights (1-100): the pool to fill first, and the one to spill into.
+FIRST, THEN = 100, 10
+_FIRST_ROLES = {"floor", "main"}
+_THEN_ROLES = {"burst", "fallback"}
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadWiring:
+    workload: str
+    namespace: str
+    kind: str  # the Kubernetes kind the patch targets
+    pod_labels: dict[str, str]
+    object_labels: dict[str, str]
+    pod_spec: dict[str, Any]  # nodeSelector, affinity, tolerations
+    resources: dict[str, dict[str, str]]  # requests, limits
+
+    @property
+    def container(self) -> str:
+        return self.workload
+
+
+def _pool_terms(pools: list[str]) -> dict[str, Any]:
+    return {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": sorted(pools)}]}
+
+
+def affinity(request: PodRequest, pools: dict[str, Pool]) -> dict[str, Any]:
+    mine = [pools[name] for name in request.pools]
+    node: dict[str, Any] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [_pool_terms(list(request.pools))]}}
+    first = [p.name for p in mine if p.role in _FIRST_ROLES]
+    then = [p.name for p in mine if p.role in _THEN_ROLES]
+    if first and then:
+        node["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {"weight": FIRST, "preference": _pool_terms(first)}, {"weight": THEN, "preference": _pool_terms(then)}]
+    return {"nodeAffinity": node}
+
+
+def resources(request: PodRequest) -> dict[str, dict[str, str]]:
+    requests = dict(request.resources)
+    limits = {k: v for k, v in requests.items() if "/" in k}  # extended resources: limit = request
+    return {"requests": requests, "limits": limits} if limits else {"requests": requests}
+
+
+def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
+    pools = {p.name: p for p in target.pools}
+    labels = {**dict(request.labels), WORKLOAD_LABEL: request.workload}
+    pod_labels = dict(labels)
+    if request.checkpointing and any(pools[n].capacity == "spot" for n in request.pools):
+        pod_labels[CHECKPOINTING_LABEL] = "true"
+    pod_spec: dict[str, Any] = {}
+    if request.node_selector:
+        pod_spec["nodeSelector"] = dict(request.node_selector)
+    pod_spec["affinity"] = affinity(request, pools)
+    pod_spec["tolerations"] = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations]
+    return WorkloadWiring(request.workload, request.namespace, OBJECT_KINDS.get(request.kind, "Deployment"),
+                          dict(sorted(pod_labels.items())), dict(sorted(labels.items())), pod_spec,
+                          resources(request))
+
+
+def wirings(target: TargetPlan) -> tuple[WorkloadWiring, ...]:
+    return tuple(wiring(target, r) for r in sorted(target.pod_requests, key=lambda r: (r.namespace, r.workload)))
+
+
+def pod_template(w: WorkloadWiring) -> dict[str, Any]:
+    spec = dict(w.pod_spec, containers=[{"name": w.container, "resources": w.resources}])
+    return {"metadata": {"labels": w.pod_labels}, "spec": spec}
+
+
+def patch(w: WorkloadWiring, kind: str | None = None) -> dict[str, Any]:
+    """The strategic-merge patch of the workload's object (`kind` overrides the kind's usual object)."""
+    kind = kind or w.kind
+    template = pod_template(w)
+    spec: dict[str, Any]
+    if kind == "Pod":
+        return {"apiVersion": API_VERSIONS[kind], "kind": kind,
+                "metadata": {"name": w.workload, "namespace": w.namespace, "labels": w.pod_labels},
+                "spec": template["spec"]}
+    if kind == "CronJob":
+        spec = {"jobTemplate": {"metadata": {"labels": w.object_labels}, "spec": {"template": template}}}
+    else:
+        spec = {"template": template}
+    return {"apiVersion": API_VERSIONS[kind], "kind": kind,
+            "metadata": {"name": w.workload, "namespace": w.namespace, "labels": w.object_labels}, "spec": spec}
+
+
+def patch_file(w: WorkloadWiring) -> str:
+    return f"patches/{w.namespace}-{w.workload}.yaml"
+
+
+def kustomization(ws: tuple[WorkloadWiring, ...]) -> dict[str, Any]:
+    """A kustomize Component (`components: [<dir>]` in the team's overlay) listing every patch with its
+    target, so a patch applies to its workload's object only."""
+    return {"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component",
+            "patches": [{"path": patch_file(w),
+                         "target": {"kind": w.kind, "name": w.workload, "namespace": w.namespace}} for w in ws]}
+
+
+def helm_values(w: WorkloadWiring) -> dict[str, Any]:
+    """The keys most application charts expose (podLabels, nodeSelector, affinity, tolerations, resources)."""
+    values: dict[str, Any] = {"podLabels": w.pod_labels}
+    values.update(w.pod_spec)
+    values["resources"] = w.resources
+    return values
