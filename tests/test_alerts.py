@@ -16,10 +16,10 @@ EXAMPLE_PLAN = build_plan(load_spec(EXAMPLE))
 PROM_LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 
-def rules_of(plan, target) -> list[dict]:
+def rules_of(plan, target, alert="GpuIdle") -> list[dict]:
     [rule] = [o for o in in_cluster(plan, target).objects if o["kind"] == "PrometheusRule"]
     [group] = rule["spec"]["groups"]
-    return group["rules"]
+    return [r for r in group["rules"] if r["alert"] == alert]
 
 
 @pytest.mark.parametrize("target", [t.name for t in EXAMPLE_PLAN.targets])

@@ -23,11 +23,15 @@ DCGM_FI_PROF_GR_ENGINE_ACTIVE (a 0-1 ratio, in the operator's default collector 
 
 from __future__ import annotations
 
+import datetime
+import functools
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from gpustack.plan.model import Plan, Pool, TargetPlan
+from gpustack.plan.model import Plan, Pool, ScheduleWindow, TargetPlan
 from gpustack.plan.pools import POOL_LABEL
 from gpustack.render.common import metadata, object_labels, prometheus_label
+from gpustack.schedules import window_crons
 
 RULE_NAME = "gpustack-idle-gpus"
 IDLE_PERCENT = 10
@@ -44,12 +48,23 @@ def idle_expr(pool: Pool) -> str:
     return f"({whole} or {partitions}) and {in_pool}"
 
 
-def rule(pool: Pool) -> dict[str, Any]:
-    owner = pool.attribution
+def rule_labels(pool: Pool) -> dict[str, str]:
     labels = {"severity": "warning", "gpustack_pool": pool.name, "gpustack_kind": pool.kind}
-    for key, value in sorted(owner.items()):
+    for key, value in sorted(pool.attribution.items()):
         labels.setdefault(prometheus_label(key), value)
-    owner_text = ", ".join(f"{k}={v}" for k, v in sorted(owner.items())) or "no attribution labels"
+    return labels
+
+
+def owner_text(pool: Pool) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(pool.attribution.items())) or "no attribution labels"
+
+
+def nodes_in(pool: Pool) -> str:
+    return f'kube_node_labels{{{POOL_SERIES_LABEL}="{pool.name}"}}'
+
+
+def rule(pool: Pool) -> dict[str, Any]:
+    labels = rule_labels(pool)
     return {
         "alert": "GpuIdle",
         "expr": idle_expr(pool),
@@ -60,7 +75,87 @@ def rule(pool: Pool) -> dict[str, Any]:
             "description": ("GPU {{ $labels.gpu }}{{ with $labels.GPU_I_PROFILE }} (MIG instance {{ . }}){{ end }}"
                             f" on node {{{{ $labels.node }}}} of pool {pool.name} "
                             f"({pool.instance_type}) has been below {IDLE_PERCENT}% utilisation for {IDLE_FOR} "
-                            f"({owner_text})."),
+                            f"({owner_text(pool)})."),
+        },
+    }
+
+
+def no_data_rule(pool: Pool) -> dict[str, Any]:
+    """A node of the pool without DCGM series: its idle GPUs could not raise GpuIdle (no exporter, or
+    the `node` relabeling missing)."""
+    metrics = "DCGM_FI_DEV_GPU_UTIL" if pool.sharing.mode != "mig" else \
+        '{__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_PROF_GR_ENGINE_ACTIVE"}'
+    return {
+        "alert": "GpuMetricsMissing",
+        "expr": f"{nodes_in(pool)} unless on (node) {metrics}",
+        "for": IDLE_FOR,
+        "labels": rule_labels(pool),
+        "annotations": {
+            "summary": f"No GPU metrics from pool {pool.name}",
+            "description": (f"Node {{{{ $labels.node }}}} of pool {pool.name} has reported no DCGM series for "
+                            f"{IDLE_FOR}: idle GPUs there raise no alert ({owner_text(pool)})."),
+        },
+    }
+
+
+# Nodes of a scheduled pool may outlive the window's end by the autoscaler's scale-down delay
+# (10 minutes unneeded by default) and the drain; the alert waits longer than that.
+OUTSIDE_WINDOW_FOR = "30m"
+_PROM_WEEK = 7 * 24 * 60  # minutes of a week as Prometheus counts it: day_of_week() 0 is Sunday
+_OFFSET_YEAR = 2026  # the UTC offsets a zone takes over one year (daylight saving) bound the window in UTC
+
+
+@functools.cache
+def _utc_offsets(zone: str) -> tuple[int, ...]:
+    """The zone's UTC offsets in minutes over a year (tzdata), e.g. (60, 120) for Europe/Berlin."""
+    tz = ZoneInfo(zone)
+    start = datetime.datetime(_OFFSET_YEAR, 1, 1, tzinfo=datetime.UTC)
+    found = set()
+    for hours in range(0, 366 * 24, 6):
+        offset = (start + datetime.timedelta(hours=hours)).astimezone(tz).utcoffset()
+        assert offset is not None
+        found.add(int(offset.total_seconds() // 60))
+    return tuple(sorted(found))
+
+
+def utc_window(schedule: ScheduleWindow) -> list[tuple[int, int]]:
+    """Minutes of the UTC week (0 = Sunday 00:00) that lie inside the window under any of the zone's
+    offsets: outside them the pool is closed whatever the time of year."""
+    span = schedule.end_minute - schedule.start_minute
+    span = span if span > 0 else span + 24 * 60
+    covered = [False] * _PROM_WEEK
+    for offset in _utc_offsets(schedule.timezone):
+        for day in schedule.weekdays:  # 0 = Monday, so Sunday-based day (day + 1)
+            start = (day + 1) * 24 * 60 + schedule.start_minute - offset
+            for minute in range(start, start + span):
+                covered[minute % _PROM_WEEK] = True
+    intervals: list[tuple[int, int]] = []
+    for minute, inside in enumerate(covered):
+        if inside and intervals and intervals[-1][1] == minute:
+            intervals[-1] = (intervals[-1][0], minute + 1)
+        elif inside:
+            intervals.append((minute, minute + 1))
+    return intervals
+
+
+def outside_window_rule(pool: Pool) -> dict[str, Any] | None:
+    """Nodes of a scheduled pool alive outside its window: auto-stop did not run, or something still
+    holds the nodes (a pod without the workload label, a PodDisruptionBudget, a minimum above zero)."""
+    if pool.schedule is None or not window_crons(pool.schedule)[0]:
+        return None
+    now = "(day_of_week() * 1440 + hour() * 60 + minute())"
+    inside = " or ".join(f"({now} >= {start} and {now} < {end})" for start, end in utc_window(pool.schedule))
+    window = f"{pool.schedule.days} {pool.schedule.hours} {pool.schedule.timezone}"
+    return {
+        "alert": "GpuPoolOutsideWindow",
+        "expr": f"count({nodes_in(pool)}) > 0 unless on () ({inside})",
+        "for": OUTSIDE_WINDOW_FOR,
+        "labels": rule_labels(pool),
+        "annotations": {
+            "summary": f"Scheduled pool {pool.name} runs outside its window",
+            "description": (f"{{{{ $value }}}} node(s) of pool {pool.name} are running outside its window "
+                            f"({window}) for {OUTSIDE_WINDOW_FOR}: check the gpustack-stop CronJobs and what "
+                            f"still runs there ({owner_text(pool)})."),
         },
     }
 
@@ -73,5 +168,10 @@ def prometheus_rule(plan: Plan, target: TargetPlan, namespace: str) -> dict[str,
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": metadata(RULE_NAME, object_labels(plan, target), namespace),
-        "spec": {"groups": [{"name": RULE_NAME, "rules": [rule(p) for p in pools]}]},
+        "spec": {"groups": [{"name": RULE_NAME, "rules": [r for p in pools for r in _pool_rules(p)]}]},
     }
+
+
+def _pool_rules(pool: Pool) -> list[dict[str, Any]]:
+    window = outside_window_rule(pool)
+    return [rule(pool), no_data_rule(pool), *([window] if window else [])]
