@@ -48,7 +48,6 @@ class Setting:
     name: str
     required: bool
     kind: str  # "string" | "strings" (a non-empty list of strings)
-    help: str
     pattern: str | None = None  # regex each whole string must match (fullmatch)
     rule: str = ""  # the pattern in words, for messages
     # The cloud API's own pattern for the value, where it publishes one, and where: every string
@@ -290,8 +289,8 @@ class Cloud:
     @property
     def target_settings(self) -> tuple[Setting, ...]:
         """The keys of a target's `settings` here: the cloud's own and `provisioner`."""
+        # How the node pools are provisioned (default: the first of `provisioners`).
         choice = Setting("provisioner", False, "string",
-                         f"how the node pools are provisioned (default {self.default_provisioner})",
                          f"^({'|'.join(re.escape(p) for p in self.provisioners)})$",
                          f"one of {', '.join(self.provisioners)}")
         return (*self.settings, choice)

@@ -167,10 +167,10 @@ class EKS(Cloud):
         settings={"subnet_ids": ("subnet-0123456789abcdef0", "subnet-0fedcba9876543210")},
         provider_config={"aws:region": "us-east-1"})
     settings = (
-        Setting("subnet_ids", True, "strings", "subnets the node groups launch into",
-                r"subnet-[0-9a-f]{1,17}", "an EC2 subnet id such as 'subnet-0a1b2c3d'"),
+        # Subnets the node groups launch into.
+        Setting("subnet_ids", True, "strings", r"subnet-[0-9a-f]{1,17}", "an EC2 subnet id such as 'subnet-0a1b2c3d'"),
+        # IAM role of the nodes; gpustack creates one with the standard EKS worker policies when absent.
         Setting("node_role_arn", False, "string",
-                "IAM role of the nodes; gpustack creates one with the standard EKS worker policies when absent",
                 r"arn:aws(-cn|-us-gov|-iso|-iso-b)?:iam::[0-9]{12}:role/([A-Za-z0-9+=,.@_-]{1,64}/){0,8}[A-Za-z0-9+=,.@_-]{1,64}",
                 "an IAM role ARN such as 'arn:aws:iam::123456789012:role/eks-nodes' (a role name of at most 64 "
                 "letters, digits and '+=,.@_-', after an optional path)",

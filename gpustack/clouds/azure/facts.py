@@ -139,8 +139,8 @@ class AKS(Cloud):
         region="eastus", cluster="ml-prod-aks", settings={"resource_group": "rg-ml-prod", "pool_names": "descriptive"},
         provider_config={"azure-native:location": "eastus"})
     settings = (
-        Setting("resource_group", True, "string", "the resource group of the AKS cluster",
-                r"[-A-Za-z0-9_.()]{0,89}[-A-Za-z0-9_()]",
+        # The resource group of the AKS cluster.
+        Setting("resource_group", True, "string", r"[-A-Za-z0-9_.()]{0,89}[-A-Za-z0-9_()]",
                 "a resource group name (at most 90 ASCII letters, digits, '-', '_', '.', '(', ')', not ending in '.')",
                 # ARM's ResourceGroupNameParameter; its \w also takes Unicode letters, which gpustack refuses
                 # (look-alikes of ASCII names).
@@ -151,8 +151,8 @@ class AKS(Cloud):
         # MIG size or clients per GPU, then a 3-4 letter digest: `inra1003gkqf`); the default `hashed`
         # keeps the names of earlier gpustack versions (`ira100fee9d5`), because a new name is a new
         # agent pool: switching replaces every pool of the target (`gpustack diff` shows it).
-        Setting("pool_names", False, "string", "how agent pools are named: hashed (default) or descriptive",
-                r"hashed|descriptive", "hashed or descriptive"),
+        # How agent pools are named: hashed (default) or descriptive.
+        Setting("pool_names", False, "string", r"hashed|descriptive", "hashed or descriptive"),
     )
     cluster_rule = (r"[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?",
                     "an AKS cluster name (at most 63 letters, digits, '-', '_', starting and ending with a letter or digit)")

@@ -160,12 +160,12 @@ class GKE(Cloud):
         settings={"project": "my-gcp-project", "node_locations": ("us-central1-a",)},
         provider_config={"gcp:region": "us-central1", "gcp:project": "my-gcp-project"})
     settings = (
-        Setting("project", False, "string", "the Google Cloud project (default: the provider's project)",
-                r"[a-z][a-z0-9-]{4,28}[a-z0-9]", "a project id: 6-30 lowercase letters, digits and '-'",
+        # The Google Cloud project (default: the provider's project).
+        Setting("project", False, "string", r"[a-z][a-z0-9-]{4,28}[a-z0-9]", "a project id: 6-30 lowercase letters, digits and '-'",
                 api_pattern=r"[a-z][-a-z0-9]{4,28}[a-z0-9]",
                 api_source="https://cloud.google.com/resource-manager/reference/rest/v1/projects"),
+        # Zones of the node pools; the first one holds capacity reservations.
         Setting("node_locations", False, "strings",
-                "zones of the node pools; the first one holds capacity reservations",
                 r"[a-z]+-[a-z]+[0-9]+-[a-z]", "a zone such as 'us-central1-a'"),
     )
     # A cluster name, or its full resource name (projects/P/locations/L/clusters/C) with a project id,

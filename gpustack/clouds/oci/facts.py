@@ -98,21 +98,24 @@ class OKE(Cloud):
                   "subnet_id": "ocid1.subnet.oc1.iad.aaaaaaaaexamplesubnet"},
         provider_config={"oci:region": "us-ashburn-1"})
     settings = (
-        Setting("compartment_id", True, "string", "the compartment of the node pools",
-                ocid("compartment|tenancy"), "a compartment OCID ('ocid1.compartment.oc1..' and its unique id)",
+        # The compartment of the node pools.
+        Setting("compartment_id", True, "string", ocid("compartment|tenancy"), "a compartment OCID ('ocid1.compartment.oc1..' and its unique id)",
                 api_pattern=OCID_FORMAT, api_source=OCID_SOURCE),
-        Setting("subnet_id", True, "string", "the worker subnet", ocid("subnet"),
+        # The worker subnet.
+        Setting("subnet_id", True, "string", ocid("subnet"),
                 "a subnet OCID ('ocid1.subnet.oc1.<region>.' and its unique id)", api_pattern=OCID_FORMAT,
                 api_source=OCID_SOURCE),
-        Setting("image_id", False, "string", "the node image; looked up from the node-pool options when absent",
-                ocid("image"), "an image OCID ('ocid1.image.oc1.<region>.' and its unique id)",
+        # The node image; looked up from the node-pool options when absent.
+        Setting("image_id", False, "string", ocid("image"), "an image OCID ('ocid1.image.oc1.<region>.' and its unique id)",
                 api_pattern=OCID_FORMAT, api_source=OCID_SOURCE),
+        # Availability domains for the placements; looked up when absent.
         Setting("availability_domains", False, "strings",
-                "availability domains for the placements; looked up when absent", r"[A-Za-z0-9]{1,16}:[A-Z0-9-]{1,40}-AD-[0-9]",
+                r"[A-Za-z0-9]{1,16}:[A-Z0-9-]{1,40}-AD-[0-9]",
                 "an availability domain such as 'Uocm:US-ASHBURN-AD-1'"),
+        # 'addon' (default): gpustack declares OKE's Cluster Autoscaler add-on with the pools' bounds; 'none':
+        # the cluster's own autoscaler is configured by hand.
         Setting("cluster_autoscaler", False, "string",
-                "'addon' (default): gpustack declares OKE's Cluster Autoscaler add-on with the pools' bounds; "
-                "'none': the cluster's own autoscaler is configured by hand", r"addon|none", "'addon' or 'none'"),
+                r"addon|none", "'addon' or 'none'"),
     )
     cluster_rule = (ocid("cluster"), "a cluster OCID ('ocid1.cluster.oc1.<region>.' and its unique id)")
     cluster_api_rule = (OCID_FORMAT, OCID_SOURCE)
