@@ -13,7 +13,7 @@ Adding a cloud
            display_name = "Lambda"
            example = ExampleTarget(region="us-west-1", cluster="ml", settings={"project": "p"},
                                    provider_config={"lambda:region": "us-west-1"})
-           settings = (Setting("project", True, "string", "the project the pools belong to"),)
+           settings = (Setting("project", True, "string", r"[a-z][a-z0-9-]{0,29}", "a project id"),)
            # Node-pool names: at most 40 characters ... <doc URL>
            pool_names = NameRule(40, r"[a-z][a-z0-9-]*", "-", "<doc URL>")
            unsupported = {Feature.SPOT: "Lambda sells no spot capacity"}
@@ -24,12 +24,17 @@ Adding a cloud
 3. Add its golden cases. `tests/test_cloud_bundles.py` fails until every registered cloud has all of
    these, and while shared code names a cloud.
 
+`tests/fakecloud/` is a worked example, a fifth cloud kept in the test suite: `tests/test_fake_cloud.py`
+registers it inside `CLOUDS.scoped()` (a bundle outside this package is registered by whoever loads
+it) and takes a spec for it through validate, plan, render, the Pulumi program and the guardrails.
+
 Shared code asks the cloud object for facts (`cloud.pool_names`, `cloud.supports(...)`); it never
 compares a cloud's name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 from collections.abc import Iterator
@@ -45,6 +50,8 @@ class CloudRegistry:
         self._clouds: dict[str, Cloud] = {}
         self._aliases: dict[str, str] = {}
         self._loaded = False
+        # Changes with every registration: what is cached over all clouds is keyed by it.
+        self.generation = 0
 
     def register(self, cls: type[Cloud]) -> type[Cloud]:
         for key in (cls.name, *cls.aliases):
@@ -53,7 +60,21 @@ class CloudRegistry:
         self._clouds[cls.name] = cls()
         for alias in cls.aliases:
             self._aliases[alias] = cls.name
+        self.generation += 1
         return cls
+
+    @contextlib.contextmanager
+    def scoped(self) -> Iterator[CloudRegistry]:
+        """Clouds registered inside the block are gone after it. A bundle outside gpustack/clouds (the
+        test suite's own cloud, tests/fakecloud) is registered this way, by whoever loads it: its
+        `Cloud` subclass is passed to `register`, and its parts are imported from its own package."""
+        self._load()
+        clouds, aliases = dict(self._clouds), dict(self._aliases)
+        try:
+            yield self
+        finally:
+            self._clouds, self._aliases = clouds, aliases
+            self.generation += 1
 
     def _load(self) -> None:
         if not self._loaded:

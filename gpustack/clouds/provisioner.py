@@ -10,7 +10,9 @@ Karpenter or a cloud's auto-provisioning. The provisioner owns everything that d
 - `replacing_changes`: which plan changes recreate a pool (read by `gpustack diff` and the pack);
 - `fallback_mechanism`: what makes the autoscaler grow spot pools before their fallback;
 - `spot_taint`: the taint spot nodes carry (pools declare it, so declared state matches the nodes);
-- native schedules and other capability gaps (`unsupported`, on top of the cloud's own);
+- native schedules and other capability gaps (`unsupported`, on top of the cloud's own), read by the
+  planner through `supports`, `gap`, `capacity_refusal` and `spot_available`, so a gap is a located
+  error or a warning when the spec is validated, before anything is rendered;
 - `template_node(...)`: the autoscaler's view of a node of the pool before one exists;
 - `backend`: the module of the bundle that declares its Pulumi resources.
 
@@ -69,6 +71,18 @@ class Provisioner:
     def gap(self, feature: Feature) -> str | None:
         """Why `feature` is not available with this provisioner (None when it is)."""
         return self.unsupported.get(feature) or self.cloud.unsupported.get(feature)
+
+    def spot_available(self, instance_type: str) -> str | None:
+        """None when this provisioner can run `instance_type` as spot, else why not: its own gap first,
+        then the cloud's (`Cloud.spot_available`)."""
+        return self.unsupported.get(Feature.SPOT) or self.cloud.spot_available(instance_type)
+
+    def capacity_refusal(self, row: InstanceType, capacity: str) -> str | None:
+        """None when this provisioner can ask the cloud for `row` on `capacity`, else why not: a capacity
+        the provisioner cannot ask for is its gap, whatever the cloud sells (`Cloud.capacity_refusal`)."""
+        if capacity == "spot" and (gap := self.unsupported.get(Feature.SPOT)):
+            return gap
+        return self.cloud.capacity_refusal(row, capacity)
 
     def template_node(self, row: InstanceType) -> NodeTemplate:
         """The autoscaler's view of a node of this instance type: what pods may use (default: what the

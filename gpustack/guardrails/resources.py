@@ -24,9 +24,15 @@ BoundsReader = Callable[[Props], "dict[str, tuple[int, int]] | None"]
 
 
 
-@functools.cache
 def _readers() -> tuple[dict[str, PoolType], dict[str, BoundsReader]]:
-    """Every cloud's node-pool types and autoscaler readers, from the `readers` module of its bundle."""
+    return _readers_of(CLOUDS.generation)
+
+
+@functools.cache
+def _readers_of(generation: int) -> tuple[dict[str, PoolType], dict[str, BoundsReader]]:
+    """Every cloud's node-pool types and autoscaler readers, from the `readers` module of its bundle
+    (once per set of registered clouds)."""
+    del generation
     pool_types: dict[str, PoolType] = {}
     autoscalers: dict[str, BoundsReader] = {}
     for cloud in CLOUDS:

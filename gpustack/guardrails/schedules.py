@@ -30,9 +30,14 @@ class ScheduleRef:
 ScheduleReader = Callable[[Mapping[str, Any], str, Iterable[str]], ScheduleRef]
 
 
-@functools.cache
 def cloud_schedule_types() -> dict[str, ScheduleReader]:
     """Every cloud's scheduled-scaling resource types (`SCHEDULE_TYPES` of each bundle's readers)."""
+    return _schedule_types_of(CLOUDS.generation)
+
+
+@functools.cache
+def _schedule_types_of(generation: int) -> dict[str, ScheduleReader]:
+    del generation  # once per set of registered clouds
     return {token: read for cloud in CLOUDS for token, read in cloud.part("readers").SCHEDULE_TYPES.items()}
 
 

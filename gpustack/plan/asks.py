@@ -29,7 +29,8 @@ import math
 
 from gpustack.catalog import GpuModel
 from gpustack.catalog.mig import Profile
-from gpustack.clouds import Cloud, Feature
+from gpustack.clouds import Feature
+from gpustack.clouds.provisioner import Provisioner
 from gpustack.spec.model import Workload
 
 
@@ -64,7 +65,9 @@ class AskError(Exception):
         self.field = field
 
 
-def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
+def decide(workload: Workload, gpu: GpuModel, provisioner: Provisioner) -> Ask:
+    """What one replica asks of a node on the target's provisioner (its capability gaps and its cloud's)."""
+    cloud = provisioner.cloud
     cpu = workload.cpu or 0.0
     memory = workload.memory_gib or 0.0
     if not workload.fractional:
@@ -90,7 +93,7 @@ def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
                                f"profiles: {', '.join(available)}")
         assert profile is not None
         slices = profile.compute / gpu.mig.compute_slices
-        if profile.compute == gpu.mig.compute_slices and cloud.supports(Feature.MIG_MIXED_LAYOUTS):
+        if profile.compute == gpu.mig.compute_slices and provisioner.supports(Feature.MIG_MIXED_LAYOUTS):
             # A whole-GPU instance in a pool of mixed layouts would make every node of the pool carry
             # it; as a whole GPU it shares the whole-GPU pool instead, with the same isolation.
             return Ask("none", 1, 1, None, slices if share is None else share, 1.0, cpu, memory,
@@ -98,7 +101,7 @@ def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
         return Ask("mig", 1, 1, profile, slices if share is None else share, slices, cpu, memory)
     assert share is not None
     if mode == "fractional":
-        return _fractional(workload, gpu, cloud, share, cpu, memory)
+        return _fractional(workload, gpu, provisioner, share, cpu, memory)
     clients = math.floor(1 / share + 1e-9)
     cap = cloud.max_shared_clients_per_gpu
     note = None
@@ -121,11 +124,12 @@ def decide(workload: Workload, gpu: GpuModel, cloud: Cloud) -> Ask:
     return Ask(mode, 1, clients, None, share, 1 / clients, cpu, memory, note=note)
 
 
-def _fractional(workload: Workload, gpu: GpuModel, cloud: Cloud, share: float, cpu: float, memory: float) -> Ask:
+def _fractional(workload: Workload, gpu: GpuModel, provisioner: Provisioner, share: float, cpu: float,
+                memory: float) -> Ask:
     """An enforced fraction: a whole percent of the GPU's compute and memory, at least what was asked."""
-    if not cloud.supports(Feature.FRACTIONAL_SHARING):
-        raise AskError("sharing", f"{cloud.display_name} cannot enforce GPU fractions: "
-                                  f"{cloud.unsupported[Feature.FRACTIONAL_SHARING]}; use time-slicing or mig")
+    if (gap := provisioner.gap(Feature.FRACTIONAL_SHARING)) is not None:
+        raise AskError("sharing", f"{provisioner.cloud.display_name} cannot enforce GPU fractions: {gap}; "
+                                  "use time-slicing or mig")
     percent = min(100, math.ceil(100 * share - 1e-9))
     note = None
     if abs(percent / 100 - share) > 1e-6:

@@ -10,6 +10,7 @@ import dataclasses
 
 from gpustack.catalog import GpuModel, InstanceType
 from gpustack.clouds import Cloud
+from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.asks import Ask
 from gpustack.plan.nodes import allocatable
 from gpustack.plan.prices import PriceBook
@@ -132,32 +133,34 @@ def fitting_rows(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, cloud:
     return [(row, slots) for row in rows if row.gpu == gpu.name and (slots := slots_per_node(row, ask, cloud)) > 0]
 
 
-def accepted_capacities(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, cloud: Cloud) -> list[str]:
-    """The capacities on which the cloud accepts at least one type that fits: what would work."""
-    fitting = fitting_rows(rows, gpu, ask, cloud)
-    return [c for c in CAPACITIES if any(cloud.capacity_refusal(row, c) is None for row, _ in fitting)]
+def accepted_capacities(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, provisioner: Provisioner) -> list[str]:
+    """The capacities on which the provisioner gets at least one type that fits: what would work."""
+    fitting = fitting_rows(rows, gpu, ask, provisioner.cloud)
+    return [c for c in CAPACITIES if any(provisioner.capacity_refusal(row, c) is None for row, _ in fitting)]
 
 
 def choose_instance(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, replicas: int, capacity: str,
-                    cloud: Cloud, prices: PriceBook, may_fall_back: bool = True) -> Choice | None:
+                    provisioner: Provisioner, prices: PriceBook, may_fall_back: bool = True) -> Choice | None:
     """The instance type that carries the workload's peak `replicas` for the least money.
 
     Cost = nodes needed x price for this capacity type, so a handful of replicas is not put on an
     8-GPU machine whose price per replica only looks low when it is full. Ties go to the lower price
     per replica, then to the node with fewer GPUs (a smaller failure domain), then to the name. Types
-    the cloud refuses on this capacity are never chosen (`Cloud.capacity_refusal`); when it refuses
+    the provisioner cannot get on this capacity are never chosen (`Provisioner.capacity_refusal`: its gaps
+    and the cloud's refusals); when it refuses
     every fitting type, the ask falls back to FALLBACK_CAPACITY if `may_fall_back`. None: nothing fits.
     """
-    fitting = fitting_rows(rows, gpu, ask, cloud)
+    fitting = fitting_rows(rows, gpu, ask, provisioner.cloud)
     if not fitting:
         return None
     reason = None
-    accepted = [(row, slots) for row, slots in fitting if cloud.capacity_refusal(row, capacity) is None]
+    refusal = provisioner.capacity_refusal
+    accepted = [(row, slots) for row, slots in fitting if refusal(row, capacity) is None]
     if not accepted:
-        reason = "; ".join(dict.fromkeys(str(cloud.capacity_refusal(row, capacity)) for row, _ in fitting))
+        reason = "; ".join(dict.fromkeys(str(refusal(row, capacity)) for row, _ in fitting))
         fallback = FALLBACK_CAPACITY.get(capacity) if may_fall_back else None
         accepted = [(row, slots) for row, slots in fitting
-                    if fallback is not None and cloud.capacity_refusal(row, fallback) is None]
+                    if fallback is not None and refusal(row, fallback) is None]
         if fallback is None or not accepted:
             return Choice(None, capacity, None, reason)
         capacity = fallback

@@ -23,6 +23,7 @@ import functools
 
 from gpustack.catalog import Catalog, InstanceType, dates_of
 from gpustack.clouds import Cloud
+from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.attribution import Moves, shapley, to_cents
 from gpustack.plan.commitments import recommendations
 from gpustack.plan.model import (
@@ -63,8 +64,10 @@ def _replicas_per_node(row: InstanceType, workload: Workload, cloud: Cloud) -> i
     return slots
 
 
-def replica_rate(workload: Workload, rows: tuple[InstanceType, ...], prices: PriceBook, cloud: Cloud) -> ReplicaRate:
-    fitting = [(r, k) for r in rows if r.gpu == workload.gpu and (k := _replicas_per_node(r, workload, cloud)) > 0]
+def replica_rate(workload: Workload, rows: tuple[InstanceType, ...], prices: PriceBook,
+                 provisioner: Provisioner) -> ReplicaRate:
+    fitting = [(r, k) for r in rows if r.gpu == workload.gpu
+               and (k := _replicas_per_node(r, workload, provisioner.cloud)) > 0]
     if not fitting:  # no type holds it whole (the planner reports that): price the GPUs alone
         fitting = [(r, max(1, r.gpus // whole_gpus(workload))) for r in rows if r.gpu == workload.gpu]
 
@@ -73,17 +76,17 @@ def replica_rate(workload: Workload, rows: tuple[InstanceType, ...], prices: Pri
 
     on_demand = min(per_replica(prices.on_demand(r).usd_per_node_hour, r, k) for r, k in fitting)
     spot_rows = [(r, k, s) for r, k in fitting
-                 if cloud.spot_available(r.name) is None and (s := prices.spot(r)) is not None]
+                 if provisioner.spot_available(r.name) is None and (s := prices.spot(r)) is not None]
     spot = min((per_replica(s.usd_per_node_hour, r, k) for r, k, s in spot_rows), default=on_demand)
     row, k = next((r, k) for r, k in fitting if r.name == on_demand[2])
     return ReplicaRate(on_demand[0], spot[0], prices.reserved(row).usd_per_node_hour / k, row.name)
 
 
 def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload], rows: tuple[InstanceType, ...],
-              prices: PriceBook, catalog: Catalog, cloud: Cloud, warnings: tuple[Warning, ...],
+              prices: PriceBook, catalog: Catalog, provisioner: Provisioner, warnings: tuple[Warning, ...],
               notes: tuple[str, ...]) -> TargetPlan:
     active = [w for w in workloads if w.replicas.max]
-    rates = {w.name: replica_rate(w, rows, prices, cloud) for w in active}
+    rates = {w.name: replica_rate(w, rows, prices, provisioner) for w in active}
     counted = [p for p in pools if p.role != "fallback"]
     row_of = {r.name: r for r in rows}
 

@@ -19,11 +19,18 @@ Pairs = tuple[tuple[str, str], ...]
 OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/")
 
 
-@functools.cache
 def own_label_prefixes() -> tuple[str, ...]:
     """Label-key prefixes that gpustack, NVIDIA or any registered cloud owns."""
     from gpustack.clouds import CLOUDS  # the clouds name the plan's types; import them only when asked
 
+    return _own_label_prefixes(CLOUDS.generation)
+
+
+@functools.cache
+def _own_label_prefixes(generation: int) -> tuple[str, ...]:
+    from gpustack.clouds import CLOUDS
+
+    del generation  # once per set of registered clouds
     return OWN_LABEL_PREFIXES + tuple(sorted({p for cloud in CLOUDS for p in cloud.own_label_prefixes}))
 
 

@@ -143,7 +143,7 @@ class _TargetPlanner:
         if len(self.problems) > before:
             return None
         planned = costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
-                                    self.catalog, self.cloud, tuple(self.warnings), tuple(self.notes))
+                                    self.catalog, self.provisioner, tuple(self.warnings), tuple(self.notes))
         return dataclasses.replace(planned, pod_requests=tuple(self.owned(r) for r in pod_requests),
                                    provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools))
 
@@ -168,7 +168,7 @@ class _TargetPlanner:
                                            f"a node's root volume: {smallest}Gi to {largest}Gi ({source})")
             return []
         try:
-            ask = decide(workload, gpu, self.cloud)
+            ask = decide(workload, gpu, self.provisioner)
         except AskError as exc:
             self.problem(workload, exc.field, str(exc))
             return []
@@ -188,7 +188,7 @@ class _TargetPlanner:
             pinned = workload.pinned_instance(self.target.cloud)
             rows = tuple(r for r in self.rows if r.name == pinned) if pinned else self.rows
             # What the spec pins (a capacity, an instance type) is never swapped for something else.
-            choice = choose_instance(rows, gpu, ask, part.replicas, part.capacity, self.cloud, self.prices,
+            choice = choose_instance(rows, gpu, ask, part.replicas, part.capacity, self.provisioner, self.prices,
                                      may_fall_back=workload.capacity is None and pinned is None)
             if choice is None:
                 self.problem(workload, "gpus" if ask.mode == "none" else "gpu",
@@ -200,7 +200,9 @@ class _TargetPlanner:
             if choice.fallback_reason and part.capacity == "spot":
                 self.warn("spot-unavailable", f"{workload.name!r} asked for spot, but {choice.fallback_reason}: it "
                                               "runs on on-demand", workload.name)
-                part = dataclasses.replace(part, capacity="on-demand", why=part.why + "; no spot for this shape")
+                no_spot = (f"no spot on {self.cloud.display_name}" if self.provisioner.gap(Feature.SPOT)
+                           else "no spot for this shape")
+                part = dataclasses.replace(part, capacity="on-demand", why=f"{part.why}; {no_spot}")
                 main_on_demand = True
             elif choice.fallback_reason:
                 self.warn("reservation-unavailable",
@@ -223,10 +225,10 @@ class _TargetPlanner:
         """A located error for a capacity (or a pinned type) the cloud refuses, with what would work."""
         field_path: tuple[str | int, ...]
         offered = tuple(r for r in self.rows if r.name == pinned) if pinned else self.rows
-        works = accepted_capacities(offered, gpu, ask, self.cloud)
+        works = accepted_capacities(offered, gpu, ask, self.provisioner)
         if pinned:
             fitting = fitting_rows(self.rows, gpu, ask, self.cloud)
-            types = sorted(r.name for r, _ in fitting if self.cloud.capacity_refusal(r, capacity) is None)
+            types = sorted(r.name for r, _ in fitting if self.provisioner.capacity_refusal(r, capacity) is None)
             field_path = ("workloads", workload.index, "instance_types",
                           pinned_key(self.spec.source, workload.index, self.target.cloud))
             what = f"the pinned {pinned}"

@@ -71,7 +71,7 @@ class ManagedNodePools(Provisioner):
         compiled = pool.compiled
         assert isinstance(compiled, OkeNodePool)
         problems = super().check_pool(pool)
-        if pool.capacity == "spot" and (reason := self.cloud.spot_available(pool.instance_type)):
+        if pool.capacity == "spot" and (reason := self.spot_available(pool.instance_type)):
             problems.append(f"a preemptible pool cannot use {pool.instance_type}: {reason}")
         problems.extend(check_enums(compiled.enums(), facts.ALLOWED, self.cloud.display_name))
         return problems
