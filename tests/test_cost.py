@@ -93,6 +93,10 @@ def test_oci_commitments_are_negotiated_so_no_saving_is_made_up():
     ({"aws": {"instrument": "compute-savings-plan"}}, "give exactly one of discount"),
     ({"gcp": {"instrument": "committed-use-discount", "discount": 0.3}}, "no target runs on GKE"),
     ({"aws": {"instrument": "compute-savings-plan", "term": "2y", "discount": 0.2}}, "allowed: 1y, 3y"),
+    # "an instance type of EKS", never "a EKS instance type"
+    ({"aws": {"instrument": "reserved-instance", "prices": {"g4dn.xlarg": 0.3}}},
+     "pricing.commitments.aws.prices.g4dn.xlarg: 'g4dn.xlarg' is not an instance type of EKS in the catalog "
+     "(did you mean 'g4dn.xlarge'?)"),
 ])
 def test_a_bad_commitment_is_refused_with_its_place(commitments, message):
     with pytest.raises(SpecError) as caught:

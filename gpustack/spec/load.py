@@ -291,8 +291,8 @@ class _SpecReader(Reader):
         out = []
         for name, price in value.items():
             if name not in known:
-                self.problem(path + (name,), f"{name!r} is not a {CLOUDS.get(cloud).display_name} instance type of "
-                                             f"the catalog{did_you_mean(name, known)}", at_key=True)
+                self.problem(path + (name,), f"{name!r} is not an instance type of {CLOUDS.get(cloud).display_name} "
+                                             f"in the catalog{did_you_mean(name, known)}", at_key=True)
                 continue
             number = self.number(path + (name,), price, minimum=0, exclusive_minimum=True, maximum=10_000)
             if number is not BAD:
