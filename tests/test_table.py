@@ -4,6 +4,9 @@ shows what `make demo` prints."""
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
+import subprocess
 
 import pytest
 
@@ -67,12 +70,50 @@ def test_notes_are_wrapped_not_one_long_line(capsys):
     assert notes and max(len(line) for line in notes) <= 120
 
 
-def test_the_readme_shows_what_make_demo_prints(capsys):
-    """Every line of the README's sample is a line of `make demo` (`gpustack plan stacks/gpustack.yaml`)."""
+def demo_arguments() -> list[str]:
+    """What `make demo` runs, read from the Makefile (`make -n`), as gpustack's arguments."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    found = subprocess.run(["make", "-n", "-s", "--no-print-directory", "-C", str(ROOT), "demo"],
+                           capture_output=True, text=True, check=True, timeout=60).stdout
+    [command] = [line for line in found.splitlines() if re.search(r"\bgpustack plan ", line)]
+    return shlex.split(command)[1:]
+
+
+def demo_output(capsys, monkeypatch) -> str:
+    monkeypatch.chdir(ROOT)  # the Makefile names the example relative to the checkout
+    assert main(demo_arguments()) == 0
+    return capsys.readouterr().out
+
+
+def test_make_demo_prints_the_example_s_table_and_it_fits_120_columns(capsys, monkeypatch):
+    out = demo_output(capsys, monkeypatch)
+    assert out == plan_output(capsys)  # the tests above test what make demo prints
+    assert out.count("\n") > 100 and max(len(line) for line in out.splitlines()) <= 120
+
+
+def test_the_readme_shows_what_make_demo_prints(capsys, monkeypatch):
+    """The README's sample is `make demo`'s output, piece by piece: each run of lines between the `...`
+    lines is a run of consecutive lines of the output, in the output's order."""
     readme = (ROOT / "README.md").read_text()
     block = re.search(r"for example:\n\n```\n(.*?)```", readme, re.S)
     assert block, "README: the `make demo` sample after 'for example:'"
-    sample = [line for line in block.group(1).splitlines() if line.strip() not in ("...", "")]
-    out = plan_output(capsys).splitlines()
-    assert len(sample) > 10 and [line for line in sample if line not in out] == []
-    assert max(len(line) for line in sample) <= 120
+    pieces = [piece.strip("\n").splitlines() for piece in re.split(r"^ *\.\.\.$", block.group(1), flags=re.M)]
+    out = demo_output(capsys, monkeypatch).splitlines()
+    at = 0
+    for piece in pieces:
+        starts = [i for i in range(at, len(out) - len(piece) + 1) if out[i:i + len(piece)] == piece]
+        assert starts, f"README sample: these lines are not lines {at + 1}... of make demo's output:\n" + "\n".join(piece)
+        at = starts[0] + len(piece)
+    assert sum(map(len, pieces)) > 30 and max(len(line) for piece in pieces for line in piece) <= 120
+
+
+def test_the_readme_s_headline_saving_is_the_sample_s(capsys):
+    """The prose after the sample quotes the first target's two savings figures."""
+    readme = (ROOT / "README.md").read_text()
+    quoted = re.search(r"stated against its baseline: ([0-9.]+%) against one whole on-demand GPU per\s+replica "
+                       r"around the clock .*?, and ([0-9.]+%) against the same work", readme, re.S)
+    assert quoted, "README: the headline saving after the sample"
+    first = plan_output(capsys).split("\n\n")[0]
+    shown = re.findall(r"^    ([0-9.]+%) saved against ", first, re.M)
+    assert list(quoted.groups()) == shown
