@@ -33,6 +33,15 @@ def spec_text(workloads: list[dict], clouds: tuple[str, ...] = ("aws",), **top: 
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+def karpenter_example_text() -> str:
+    """The example's aws target as `aws-karpenter`, provisioned by Karpenter (a test-only spec, so the
+    example's own targets and their resources stay as they are)."""
+    doc = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    [aws] = [t for t in doc["targets"] if t["name"] == "aws-prod"]
+    aws = {**aws, "name": "aws-karpenter", "settings": {**aws["settings"], "provisioner": "karpenter"}}
+    return yaml.safe_dump({**doc, "targets": [aws]}, sort_keys=False)
+
+
 def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 

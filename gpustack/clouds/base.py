@@ -124,7 +124,7 @@ class FallbackMechanism:
     when spot capacity is short (by default nothing does: the Cluster Autoscaler's `random` expander
     picks either), and what of it is outside gpustack's reach."""
 
-    kind: str  # PRIORITY_EXPANDER | COMPUTE_CLASS
+    kind: str  # PRIORITY_EXPANDER | COMPUTE_CLASS | NODEPOOL_WEIGHT
     # PRIORITY_EXPANDER: the autoscaler's id of a pool's node group as a regex, `{pool}` standing for the
     # pool's cloud name (RE2 and Python agree on the syntax used); None when the id exists only once the
     # pool does (an OCID), so only the Pulumi program can name it.
@@ -183,6 +183,7 @@ class FloorUpgradeRule:
 
 PRIORITY_EXPANDER = "priority-expander"
 COMPUTE_CLASS = "compute-class"
+NODEPOOL_WEIGHT = "nodepool-weight"  # Karpenter: spot NodePools carry a higher spec.weight
 
 
 class Cloud:

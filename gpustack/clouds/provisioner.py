@@ -14,7 +14,10 @@ Karpenter or a cloud's auto-provisioning. The provisioner owns everything that d
   planner through `supports`, `gap`, `capacity_refusal` and `spot_available`, so a gap is a located
   error or a warning when the spec is validated, before anything is rendered;
 - `template_node(...)`: the autoscaler's view of a node of the pool before one exists;
-- `backend`: the module of the bundle that declares its Pulumi resources.
+- `backend`: the module of the bundle that declares its Pulumi resources;
+- `objects(pool, labels)`: where the pools are Kubernetes objects (Karpenter's NodePools), those
+  objects as data, which `gpustack render` writes and the backend declares; `pool_notes` what the
+  plan says about a pool under this provisioner; `template_gap` what its autoscaler cannot be told.
 
 A target picks one with `settings.provisioner` (default: the first of `Cloud.provisioners`); each is
 the module `gpustack/clouds/<cloud>/<name>.py` (dashes as underscores) exporting `PROVISIONER`, the
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpustack.clouds.base import FallbackMechanism, Feature
 
@@ -61,6 +64,9 @@ class Provisioner:
     replacing_changes: ClassVar[Mapping[str, str]] = {}
     # How spot pools are preferred over their fallback pools (None: nothing known; the plan says so).
     fallback_mechanism: ClassVar[FallbackMechanism | None] = None
+    # Whether a pool's min_nodes are kept running by the provisioner itself (node groups' minimum size);
+    # where not, a pool at zero is the rule and what the autoscaler simulates matters for every scale-up.
+    keeps_min_nodes: ClassVar[bool] = True
 
     def __init__(self, cloud: Cloud) -> None:
         self.cloud = cloud
@@ -91,6 +97,25 @@ class Provisioner:
 
         cpu, memory = allocatable(row.vcpus, row.memory_gib, self.cloud.kubelet_reservation, row.name)
         return NodeTemplate(cpu, memory, row.gpus)
+
+    def template_gap(self, pool: Pool) -> str | None:
+        """What the autoscaler gets wrong about a new node of `pool` (default: the cloud's rule)."""
+        return self.cloud.template_gap(pool)
+
+    def pool_notes(self, pool: Pool) -> tuple[str, ...]:
+        """Notes on a compiled pool that only this provisioner can give (default: none)."""
+        del pool
+        return ()
+
+    def target_notes(self) -> list[str]:
+        """What a person deploying a target with this provisioner must know (default: nothing)."""
+        return []
+
+    def objects(self, pool: Pool, labels: Mapping[str, str]) -> tuple[dict[str, Any], ...]:
+        """The Kubernetes objects that provision `pool` (default: none, the cloud's API does), with
+        `labels` on their metadata."""
+        del pool, labels
+        return ()
 
     def compile(self, pool: Pool, target: Target) -> CompiledPool:
         """The pool as this provisioner's API spells it; called once per pool while planning."""

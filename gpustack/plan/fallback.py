@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from gpustack.clouds.base import COMPUTE_CLASS
+from gpustack.clouds.base import COMPUTE_CLASS, NODEPOOL_WEIGHT
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.model import FallbackGroup, Pool, Taint
 from gpustack.plan.pools import PLAN_NAMES, schedule_tag, shares_tag, slug
@@ -98,6 +98,8 @@ def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], l
         if mechanism.kind == COMPUTE_CLASS:
             how = (f"they form the ComputeClass {group.name} (spot pools first, the fallback when they cannot "
                    f"grow), and gpustack labels and taints them {mechanism.pool_marker}={group.name}")
+        elif mechanism.kind == NODEPOOL_WEIGHT:
+            how = "Karpenter tries the spot pools' NodePools first: they carry a higher spec.weight than the fallback's"
         elif mechanism.node_group is not None:
             how = ("the Cluster Autoscaler's priority expander grows the spot pools first: gpustack writes "
                    f"{mechanism.namespace}/cluster-autoscaler-priority-expander, which ranks their node groups "

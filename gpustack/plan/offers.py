@@ -204,8 +204,8 @@ def annotate(pools: Sequence[Pool], provisioner: Provisioner
                                    node_allocatable=node_allocatable(pool, cloud),
                                    mig_strategy=strategy if pool.sharing.mode == "mig" else None,
                                    autoscaler_labels=autoscaler_labels, upgrade=floor_upgrade(pool, cloud))
-        gap = cloud.template_gap(pool)
-        if gap and pool.min_nodes == 0:
+        gap = provisioner.template_gap(pool)
+        if gap and (pool.min_nodes == 0 or not provisioner.keeps_min_nodes):
             warnings.append((pool.name, f"pool {pool.name!r}: {gap}"))
         elif pool.sharing.mode == "fractional" and pool.min_nodes == 0:
             warnings.append((pool.name, (f"pool {pool.name!r}: its pods ask for {HAMI_CORES_RESOURCE}, which no node "

@@ -131,11 +131,13 @@ class _TargetPlanner:
         self.notes.extend(found)
         if pools:
             self.notes.extend(self.cloud.target_notes(dict(self.target.settings)))
+            self.notes.extend(self.provisioner.target_notes())
         for message in unordered:
             self.warn("fallback-unordered", message)
         # The compile seam: each pool once, in its provisioner's spelling, checked before anything renders.
         pools = [dataclasses.replace(p, compiled=self.provisioner.compile(p, self.target))
                  for p in pools]
+        pools = [dataclasses.replace(p, notes=p.notes + self.provisioner.pool_notes(p)) for p in pools]
         for pool in pools:
             for message in self.provisioner.check_pool(pool):
                 self.problem(None, "", f"pool {pool.name!r}: {message}")

@@ -7,7 +7,10 @@ program declare, built from the plan only (no Pulumi import here).
 - dev auto-stop (autostop.py): CronJobs and their RBAC, on every cloud;
 - idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud;
 - spot first, on-demand fallback (autoscaling.py): the Cluster Autoscaler's priority-expander
-  ConfigMap, or GKE ComputeClasses, for targets with fallback pools.
+  ConfigMap, or GKE ComputeClasses, for targets with fallback pools;
+- the pools themselves where the provisioner makes them from Kubernetes objects (Karpenter's NodePools
+  and node classes, `Provisioner.objects`): in `node_objects`, which the Pulumi program declares as
+  each pool's children rather than with the in-cluster layer.
 
 `in_cluster(plan, target)` returns every object in a stable order (apply order: namespaces first),
 so two runs give the same objects, and the same bytes once dumped.
@@ -30,7 +33,9 @@ KUBERNETES_VERSION = "1.31.0"
 GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every cloud
 # Apply order of the kinds gpustack emits.
 KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30, "Role": 31,
-              "RoleBinding": 32, "CronJob": 40, "PrometheusRule": 50}
+              "RoleBinding": 32, "CronJob": 40, "PrometheusRule": 50,
+              # Karpenter: a node class before the NodePools that name it.
+              "EC2NodeClass": 60, "NodePool": 61}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +44,7 @@ class InCluster:
     objects: tuple[dict[str, Any], ...]
     operator: HelmRelease | None  # None: the cloud runs its own device plugin (no operator)
     hami: HelmRelease | None = None  # HAMi, for the pools with enforced fractions
+    node_objects: tuple[dict[str, Any], ...] = ()  # the objects that provision the pools (Karpenter)
 
 
 def object_key(obj: dict[str, Any]) -> tuple[int, str, str]:
@@ -66,7 +72,11 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
     if rule is not None:
         objects.append(namespace(plan, target, GPUSTACK_NAMESPACE))
         objects.append(rule)
-    return InCluster(target.name, tuple(sorted(objects, key=object_key)), release, hami.release(target))
+    provisioner = cloud.provisioner(target.provisioner)
+    node_objects = [obj for pool in target.pools
+                    for obj in provisioner.objects(pool, object_labels(plan, target, pool))]
+    return InCluster(target.name, tuple(sorted(objects, key=object_key)), release, hami.release(target),
+                     tuple(sorted(node_objects, key=object_key)))
 
 
 __all__ = ["GPUSTACK_NAMESPACE", "KUBERNETES_VERSION", "InCluster", "in_cluster", "object_key"]

@@ -5,6 +5,7 @@ Layout of an output directory:
     10-namespace-gpu-operator.yaml               <kind order>-<kind>-[<namespace>-]<name>.yaml
     20-configmap-gpu-operator-gpustack-device-plugin-config.yaml
     40-cronjob-research-gpustack-stop-<pool>.yaml
+    60-ec2nodeclass-<pool>.yaml, 61-nodepool-<pool>.yaml   (Karpenter targets: the pools themselves)
     ...
     helm/gpu-operator-values.yaml                the GPU Operator's values, with its install command
     helm/hami-values.yaml                        HAMi's values (pools with enforced fractions only)
@@ -72,8 +73,9 @@ def file_name(obj: dict[str, Any]) -> str:
 def render_files(rendered: InCluster) -> dict[str, str]:
     """Relative path -> text of every file of the output directory, in a stable order."""
     top = header(rendered.target)
-    files = {file_name(obj): top + dump_yaml(obj) for obj in rendered.objects}
-    if len(files) != len(rendered.objects):
+    every = rendered.objects + rendered.node_objects
+    files = {file_name(obj): top + dump_yaml(obj) for obj in every}
+    if len(files) != len(every):
         raise ValueError("two objects map to one file name")
     if rendered.operator is not None:
         release = rendered.operator

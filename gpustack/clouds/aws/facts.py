@@ -154,6 +154,7 @@ class EKS(Cloud):
     name = "aws"
     aliases = ("eks",)
     display_name = "EKS"
+    provisioners = ("managed", "karpenter")
     kubelet_reservation = KUBELET_RESERVATION
     # The generated preview job assumes a read-only IAM role by OIDC (its trust policy names the
     # repository's preview environment as the token's subject).

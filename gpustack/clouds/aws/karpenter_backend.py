@@ -1,0 +1,69 @@
+"""EKS with Karpenter: per pool its EC2NodeClass and NodePool as Kubernetes custom resources (the
+objects `gpustack render` writes, from `karpenter.node_objects`), and the capacity reservation of a
+reserved floor, tagged so its EC2NodeClass selects it. No node group: Karpenter launches the nodes.
+
+The objects need a Kubernetes provider for the cluster (`gpustack:kubeconfig`, or the `kubernetes`
+argument of `gpustack.pulumi.GpuPools`); without one the program stops with a message, since the
+pools would not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from gpustack.backends.base import POOL_ID, DeployContext, GpuNodePool
+from gpustack.clouds.aws import facts
+from gpustack.clouds.aws.karpenter import RESERVATION_TAG, KarpenterPool, node_objects
+from gpustack.plan.model import Plan, Pool, TargetPlan
+from gpustack.render.common import object_labels  # the labels `gpustack render` writes
+
+
+def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
+    if target.pools and context.kubernetes is None:
+        raise pulumi.RunError(
+            f"gpustack: target {target.name!r} is provisioned by Karpenter, whose NodePools are Kubernetes objects: "
+            "set the secret `gpustack:kubeconfig` (or pass `kubernetes=` to GpuPools), or apply the output of "
+            "`gpustack render` instead")
+    provider = context.kubernetes
+
+    def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
+        compiled = pool.compiled
+        assert isinstance(compiled, KarpenterPool)
+        outputs: dict[str, Any] = {}
+        waits: list[pulumi.Resource] = []
+        if pool.reserved_nodes:
+            # Zonal, in the zone of the first subnet, as on managed node groups; targeted, so only
+            # launches that name it (Karpenter's, once its EC2NodeClass selects it) use it.
+            zone = aws.ec2.get_subnet_output(id=compiled.subnet_ids[0], opts=context.invoke())
+            reservation = aws.ec2.CapacityReservation(
+                f"{pool.name}-reservation",
+                instance_type=pool.instance_type,
+                instance_count=pool.reserved_nodes,
+                availability_zone=zone.availability_zone,
+                instance_platform=facts.RESERVATION_INSTANCE_PLATFORM,
+                instance_match_criteria=facts.RESERVATION_MATCH_CRITERIA,
+                end_date_type=facts.RESERVATION_END_DATE_TYPE,
+                tags={**pool.attribution, RESERVATION_TAG: pool.cloud_name},
+                opts=opts)
+            outputs["capacity_reservation_id"] = reservation.id
+            waits.append(reservation)
+        in_cluster = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=provider))
+        node_class, node_pool = node_objects(pool, object_labels(plan, target, pool))
+        declared_class = _custom(f"{pool.name}-node-class", node_class,
+                                 pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=waits)))
+        declared_pool = _custom(f"{pool.name}-node-pool", node_pool,
+                                pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(
+                                    depends_on=[declared_class])))
+        outputs[POOL_ID] = declared_pool.id
+        return outputs
+
+    return {pool.name: GpuNodePool(target.cloud, pool, build, context) for pool in target.pools}
+
+
+def _custom(name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
+    return k8s.apiextensions.CustomResource(name, api_version=obj["apiVersion"], kind=obj["kind"],
+                                            metadata=obj["metadata"], spec=obj["spec"], opts=opts)

@@ -1,0 +1,106 @@
+"""Karpenter's choice for a pending pod: which rendered NodePools could launch a node for it.
+
+Follows kubernetes-sigs/karpenter at commit 6e7eab7a0f485d7225eb98995fad9b66c79b322b (the core that
+aws/karpenter-provider-aws v1.14.1 pins in go.mod):
+- pkg/scheduling/taints.go, `Taints.Tolerates`: every taint of the NodePool's template must be
+  tolerated by the pod (core/v1 `Toleration.ToleratesTaint`, as `kube.tolerates`);
+- pkg/scheduling/requirements.go, `Requirements.Compatible` with `AllowUndefinedWellKnownLabels`: the
+  NodePool's requirements plus its template labels (each an `In` of one value) against the pod's
+  node selector: a label the pod selects must be defined by the NodePool unless it is well known, and
+  the values must intersect (`Intersects`);
+- pkg/controllers/provisioning/scheduling/nodeclaim.go, the instance-type filter: some instance type
+  the requirements allow must have room for the pod's requests. An instance type offers what EC2
+  describes (cpu, memory, nvidia.com/gpu as its GPU count), never MIG devices or time-sliced
+  replicas, since no NodeOverlay is written (website/content/en/docs/concepts/nodeoverlays.md of the
+  provider); cpu and memory are what the kubelet leaves, the same model as the plan's.
+
+Inputs are the rendered NodePool objects and the catalog; never the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cloudsim.kube import Pod, Taint, quantity, tolerates
+from gpustack.catalog import InstanceType
+from gpustack.clouds import CLOUDS
+from gpustack.plan.nodes import kubelet_allocatable
+
+GIB = 2**30
+# v1.WellKnownLabels of karpenter core (pkg/apis/v1/labels.go) and those the AWS provider registers
+# (pkg/apis/v1/labels.go of the provider): undefined ones do not stop a NodePool matching.
+WELL_KNOWN = frozenset({
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "node.kubernetes.io/instance-type",
+    "kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/windows-build", "karpenter.sh/capacity-type",
+    "karpenter.sh/nodepool", "karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
+    "karpenter.k8s.aws/instance-family",
+})
+
+
+def requirements(node_pool: Mapping[str, Any]) -> dict[str, set[str] | None]:
+    """key -> allowed values (None: Exists) of the NodePool's template (nodeclaimtemplate.go: the
+    requirements, then the template labels added as single-value requirements)."""
+    template = node_pool["spec"]["template"]
+    out: dict[str, set[str] | None] = {}
+    for req in template["spec"]["requirements"]:
+        assert req["operator"] in ("In", "Exists"), "the matcher models the operators gpustack writes"
+        values = set(req["values"]) if req["operator"] == "In" else None
+        out[req["key"]] = values if req["key"] not in out else _intersect(out[req["key"]], values)
+    for key, value in template["metadata"].get("labels", {}).items():
+        out[key] = _intersect(out.get(key), {value})
+    return out
+
+
+def _intersect(a: set[str] | None, b: set[str] | None) -> set[str] | None:
+    if a is None:
+        return b
+    return a if b is None else a & b
+
+
+def _taints(node_pool: Mapping[str, Any]) -> list[Taint]:
+    return [Taint(t["key"], t.get("value", ""), t["effect"]) for t in node_pool["spec"]["template"]["spec"]["taints"]]
+
+
+def offered(row: InstanceType) -> dict[str, float]:
+    """What Karpenter believes a new node of `row` offers: EC2's GPU count, the kubelet's cpu and memory."""
+    cpu, memory = kubelet_allocatable(row.vcpus, row.memory_gib, CLOUDS.get("aws").kubelet_reservation, row.name)
+    return {"cpu": cpu, "memory": memory * GIB, "nvidia.com/gpu": float(row.gpus)}
+
+
+def why_not(pod: Pod, node_pool: Mapping[str, Any], rows: Mapping[str, InstanceType]) -> str | None:
+    """None when `node_pool` could launch a node for `pod`, else Karpenter's reason."""
+    for taint in _taints(node_pool):
+        if not tolerates(pod.tolerations, taint):
+            return f"did not tolerate {taint.key}={taint.value}:{taint.effect}"
+    allowed = requirements(node_pool)
+    for key, value in pod.node_selector.items():
+        if key not in allowed:
+            if key in WELL_KNOWN:
+                continue
+            return f"label {key!r} does not have known values"
+        values = allowed[key]
+        if values is not None and value not in values:
+            return f"key {key}, In [{value}] not in {sorted(values)}"
+    types = allowed.get("node.kubernetes.io/instance-type")
+    candidates = [rows[name] for name in sorted(types or ()) if name in rows]
+    for row in candidates:
+        room = offered(row)
+        if all(room.get(name, 0.0) + 1e-9 >= amount for name, amount in pod.requests.items()):
+            return None
+    asked = ", ".join(f"{name}={amount:g}" for name, amount in sorted(pod.requests.items()))
+    return f"no instance type of {sorted(types or ())} has room for {asked}"
+
+
+def launching(pod: Pod, node_pools: Sequence[Mapping[str, Any]], rows: Mapping[str, InstanceType]) -> list[str]:
+    """The NodePools that could launch a node for `pod`, in the order Karpenter tries them
+    (pkg/utils/nodepool/nodepool.go, `OrderByWeight`: larger weight first; equal weights by name, the
+    name later in the alphabet first)."""
+    fit = [p for p in node_pools if why_not(pod, p, rows) is None]
+    fit.sort(key=lambda p: p["metadata"]["name"], reverse=True)
+    fit.sort(key=lambda p: -int(p["spec"].get("weight", 0)))
+    return [p["metadata"]["name"] for p in fit]
+
+
+def pod_requests(requests: Mapping[str, str]) -> dict[str, float]:
+    return {name: quantity(value) for name, value in requests.items()}

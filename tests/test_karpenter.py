@@ -1,0 +1,320 @@
+"""EKS with Karpenter (`settings.provisioner: karpenter`): per pool a NodePool and an EC2NodeClass,
+valid against Karpenter v1.14.1's CRDs, rendered for GitOps and declared by the Pulumi program, and a
+pending pod of each workload launches only NodePools of its own pools."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from cloudsim import karpenter as sim
+from cloudsim.kube import Pod
+from conftest import GOLDEN, assert_golden, karpenter_example_text, spec_text
+from gpustack.catalog import load_catalog
+from gpustack.clouds.aws.karpenter import (
+    AMI_ALIAS,
+    NOTEBOOK_EMPTY_DELAY,
+    RESERVATION_TAG,
+    WEIGHTS,
+    KarpenterPool,
+)
+from gpustack.errors import SpecError
+from gpustack.plan import build_plan
+from gpustack.render import in_cluster
+from gpustack.render.files import render_files
+from gpustack.spec import load_text
+from gpustack.testing import Declared, run_program
+from pulumi_golden import declared_yaml
+from test_render import validate
+
+TARGET = "aws-karpenter"
+PLAN = build_plan(load_text(karpenter_example_text(), "karpenter.yaml"))
+[PLANNED] = PLAN.targets
+RENDERED = in_cluster(PLAN, PLANNED)
+NODE_POOLS = [o for o in RENDERED.node_objects if o["kind"] == "NodePool"]
+NODE_CLASSES = {o["metadata"]["name"]: o for o in RENDERED.node_objects if o["kind"] == "EC2NodeClass"}
+ROWS = {row.name: row for row in load_catalog().in_region("aws", PLANNED.region)}
+KUBECONFIG = {"gpustack:kubeconfig": "apiVersion: v1\nkind: Config\n"}
+
+
+def node_pool(pool_name: str) -> dict:
+    [found] = [o for o in NODE_POOLS if o["metadata"]["name"] == PLANNED.pool(pool_name).cloud_name]
+    return found
+
+
+def pod(request) -> Pod:  # type: ignore[no-untyped-def]
+    tolerations = tuple({"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations)
+    return Pod(sim.pod_requests(dict(request.resources)), dict(request.node_selector), tolerations)
+
+
+@pytest.fixture(scope="module")
+def declared(tmp_path_factory) -> list[Declared]:  # type: ignore[no-untyped-def]
+    spec = tmp_path_factory.mktemp("karpenter") / "gpustack.yaml"
+    spec.write_text(karpenter_example_text(), encoding="utf-8")
+    return run_program(str(spec), TARGET, config=KUBECONFIG)
+
+
+# -- the plan --------------------------------------------------------------------------------------
+def test_each_pool_is_compiled_once_into_the_plan_as_karpenter_spells_it():
+    doc = json.loads(PLAN.to_json())
+    [target] = doc["targets"]
+    assert target["provisioner"] == "karpenter"
+    for pool in target["pools"]:
+        compiled = pool["compiled"]
+        assert compiled["provisioner"] == "karpenter" and compiled["name"] == pool["cloud_name"]
+        assert {"key": "node.kubernetes.io/instance-type", "operator": "In",
+                "values": [pool["instance_type"]]} in compiled["requirements"]
+        assert {"key": "karpenter.sh/capacity-type", "operator": "In",
+                "values": [pool["capacity"]]} in compiled["requirements"]
+        assert compiled["root_volume_size"] == f"{pool['disk']['size_gib']}Gi"
+
+
+def test_limits_are_the_pools_maxima_and_weights_try_reserved_then_spot_then_on_demand():
+    for pool in PLANNED.pools:
+        limits = node_pool(pool.name)["spec"]["limits"]
+        assert limits["nodes"] == str(pool.max_nodes)
+        assert limits["nvidia.com/gpu"] == str(pool.max_nodes * pool.gpus_per_node)
+        assert float(limits["cpu"]) == pool.max_nodes * pool.vcpus_per_node
+        assert limits["memory"] == f"{pool.max_nodes * pool.memory_gib_per_node:g}Gi"
+    [group] = PLANNED.fallback_groups
+    [spot], [fallback] = group.spot, group.fallback
+    assert node_pool(spot)["spec"]["weight"] > node_pool(fallback)["spec"]["weight"]
+    assert WEIGHTS["reserved"] > WEIGHTS["spot"] > WEIGHTS["on-demand"]
+
+
+def test_disruption_follows_what_the_nodes_carry():
+    by_role = {(p.kind, p.role, dict(p.labels).get("gpustack.dev/checkpointing")): node_pool(p.name)["spec"]["disruption"]
+               for p in PLANNED.pools}
+    notebook = by_role[("notebook", "main", None)]
+    assert (notebook["consolidationPolicy"], notebook["consolidateAfter"]) == ("WhenEmpty", NOTEBOOK_EMPTY_DELAY)
+    floor = by_role[("inference", "floor", None)]
+    assert {"nodes": "0", "reasons": ["Empty", "Underutilized"]} in floor["budgets"]
+    assert {"nodes": "1", "reasons": ["Drifted"]} in floor["budgets"]
+    assert by_role[("inference", "burst", None)]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
+    assert by_role[("training", "main", "true")]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
+    assert by_role[("training", "main", "false")]["consolidationPolicy"] == "WhenEmpty"  # a restart loses the run
+
+
+def test_a_reserved_floor_launches_only_into_its_tagged_reservation():
+    [floor] = [p for p in PLANNED.pools if p.reserved_nodes]
+    requirements = node_pool(floor.name)["spec"]["template"]["spec"]["requirements"]
+    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]} in requirements
+    node_class = NODE_CLASSES[floor.cloud_name]["spec"]
+    assert node_class["capacityReservationSelectorTerms"] == [{"tags": {RESERVATION_TAG: floor.cloud_name}}]
+    assert all("capacityReservationSelectorTerms" not in c["spec"] for name, c in NODE_CLASSES.items()
+               if name != floor.cloud_name)
+    assert any("Karpenter keeps no minimum" in note for note in floor.notes)
+
+
+def test_the_node_class_carries_the_gpu_ami_alias_disk_tags_and_cluster_discovery():
+    for pool in PLANNED.pools:
+        spec = NODE_CLASSES[pool.cloud_name]["spec"]
+        assert spec["amiSelectorTerms"] == [{"alias": AMI_ALIAS}]
+        [root] = spec["blockDeviceMappings"]
+        assert root["rootVolume"] and root["ebs"]["volumeSize"] == f"{pool.disk_gib}Gi" and root["ebs"]["encrypted"]
+        assert spec["tags"] == pool.attribution  # attribution on instances, volumes and launch templates
+        assert spec["subnetSelectorTerms"] == [{"id": s} for s in dict(PLANNED.settings)["subnet_ids"]]  # type: ignore[union-attr]
+        assert spec["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": PLANNED.cluster}}]
+        assert spec["role"] == f"KarpenterNodeRole-{PLANNED.cluster}"
+
+
+def test_schedules_are_a_plan_note_the_auto_stop_cronjobs_carry_out():
+    [notebook] = [p for p in PLANNED.pools if p.schedule is not None]
+    assert any("Karpenter has no schedule" in n and "consolidateAfter" in n for n in notebook.notes)
+    cronjobs = [o for o in RENDERED.objects if o["kind"] == "CronJob"]
+    assert cronjobs and all(notebook.name in json.dumps(c) for c in cronjobs)
+
+
+def test_what_karpenter_cannot_be_shown_is_warned_even_with_a_floor():
+    gaps = {w.pool for w in PLANNED.warnings if w.code == "template-gap"}
+    shared = {p.name for p in PLANNED.pools if p.sharing.mode in ("mig", "time-slicing")}
+    assert gaps == shared
+    [floor] = [p for p in PLANNED.pools if p.reserved_nodes]
+    assert floor.min_nodes > 0 and floor.name in gaps
+
+
+def test_a_label_karpenter_restricts_is_a_located_error():
+    workload = {"name": "train", "kind": "training", "gpu": "A100-80GB", "checkpointing": True,
+                "labels": {"karpenter.sh/team": "a"}}
+    text = spec_text([workload]).replace("    subnet_ids:", "    provisioner: karpenter\n    subnet_ids:")
+    with pytest.raises(SpecError) as info:
+        build_plan(load_text(text, "spec.yaml"))
+    assert "label 'karpenter.sh/team' is in a domain a NodePool template may not set" in str(info.value)
+
+
+# -- the objects against the CRDs of v1.14.1 ------------------------------------------------------
+def cel_problems(obj: dict) -> list[str]:
+    """The CEL rules of the CRDs (x-kubernetes-validations, which jsonschema does not run) that
+    gpustack's objects touch, re-stated."""
+    spec = obj["spec"]
+    problems = []
+    if obj["kind"] == "NodePool":
+        template = spec["template"]
+        for req in template["spec"]["requirements"]:
+            if req["operator"] == "In" and not req["values"]:
+                problems.append("requirements with operator 'In' must have a value defined")
+        keys = [r["key"] for r in template["spec"]["requirements"]] + list(template["metadata"]["labels"])
+        for key in keys:
+            domain = key.split("/")[0]
+            if (domain.endswith("karpenter.sh") and key != "karpenter.sh/capacity-type") or \
+                    key in ("karpenter.sh/nodepool", "kubernetes.io/hostname"):
+                problems.append(f"label {key} is restricted")
+        if any(set(b) != {"nodes", "reasons"} and set(b) != {"nodes"} for b in spec["disruption"].get("budgets", [])):
+            problems.append("'schedule' must be set with 'duration'")
+    else:
+        if ("role" in spec) == ("instanceProfile" in spec):
+            problems.append("must specify exactly one of ['role', 'instanceProfile']")
+        [term] = spec["amiSelectorTerms"]
+        family = term["alias"].split("@")[0]
+        if family not in ("al2", "al2023", "bottlerocket", "windows2019", "windows2022", "windows2025"):
+            problems.append("family is not supported")
+        if not spec["subnetSelectorTerms"] or not spec["securityGroupSelectorTerms"]:
+            problems.append("selector terms cannot be empty")
+        for key in spec.get("tags", {}):
+            if key in ("eks:eks-cluster-name", "karpenter.sh/nodepool", "karpenter.sh/nodeclaim",
+                       "karpenter.k8s.aws/ec2nodeclass") or key.startswith("kubernetes.io/cluster"):
+                problems.append(f"tag {key} is restricted")
+        terms = spec.get("capacityReservationSelectorTerms", []) + spec["securityGroupSelectorTerms"]
+        if any("" in t.get("tags", {}) or "" in t.get("tags", {}).values() for t in terms):
+            problems.append("empty tag keys or values aren't supported")
+        if sum(1 for m in spec["blockDeviceMappings"] if m.get("rootVolume")) > 1:
+            problems.append("must have only one blockDeviceMappings with rootVolume")
+    return problems
+
+
+def test_every_node_object_validates_against_the_karpenter_crds():
+    assert len(NODE_POOLS) == len(NODE_CLASSES) == len(PLANNED.pools)
+    for obj in RENDERED.node_objects:
+        validate(obj)
+        assert cel_problems(obj) == []
+
+
+def test_validation_would_catch_a_wrong_field_or_value():
+    pool = copy.deepcopy(NODE_POOLS[0])
+    pool["spec"]["disruption"]["consolidationPolicy"] = "WhenIdle"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(pool)
+    node_class = copy.deepcopy(next(iter(NODE_CLASSES.values())))
+    node_class["spec"]["blockDeviceMappings"][0]["ebs"]["volumeSize"] = "500GiB"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(node_class)
+    node_class = copy.deepcopy(next(iter(NODE_CLASSES.values())))
+    node_class["spec"]["amiSelectorTerm"] = node_class["spec"].pop("amiSelectorTerms")
+    with pytest.raises(jsonschema.ValidationError):
+        validate(node_class)
+    pool = copy.deepcopy(NODE_POOLS[0])
+    pool["spec"]["template"]["metadata"]["labels"]["karpenter.sh/nodepool"] = "x"
+    assert cel_problems(pool)
+
+
+# -- a pending pod of each workload (Karpenter's scheduling semantics, tests/cloudsim/karpenter.py) --
+def test_a_pending_pod_matches_its_own_pools_nodepools_and_no_other_kinds():
+    kind_of = {p.cloud_name: p.kind for p in PLANNED.pools}
+    for request in PLANNED.pod_requests:
+        mine = {PLANNED.pool(name).cloud_name for name in request.pools}
+        kind = {kind_of[name] for name in mine}
+        shape = without_requests(pod(request))  # requirements and taints only
+        matched = {p["metadata"]["name"] for p in NODE_POOLS if sim.why_not(shape, p, ROWS) is None}
+        assert mine <= matched, (request.workload, mine - matched)
+        assert {kind_of[name] for name in matched} == kind, (request.workload, matched)
+
+
+def without_requests(p: Pod) -> Pod:
+    """The pod without resource requests: what the NodePools' requirements and taints decide alone."""
+    return Pod({}, p.node_selector, p.tolerations)
+
+
+def test_pods_launch_their_nodes_spot_first_and_mig_pods_need_an_overlay():
+    launches = {r.workload: sim.launching(pod(r), NODE_POOLS, ROWS) for r in PLANNED.pod_requests}
+    cloud = {name: PLANNED.pool(name).cloud_name for name in (p.name for p in PLANNED.pools)}
+    [group] = PLANNED.fallback_groups
+    [spot], [fallback] = group.spot, group.fallback
+    assert launches["llm-finetune"] == [cloud[spot], cloud[fallback]]
+    # The non-checkpointed job does not tolerate spot: only on-demand training NodePools take it.
+    assert all(PLANNED.pool(n).capacity == "on-demand" for n in request_pools(launches["ranker-train"]))
+    # No instance type offers a MIG device, so Karpenter launches nothing for MIG pods: the warned gap.
+    mig = {r.workload for r in PLANNED.pod_requests if any(k.startswith("nvidia.com/mig-") for k, _ in r.resources)}
+    assert mig and all(launches[w] == [] for w in mig)
+    warned = {w.pool for w in PLANNED.warnings if w.code == "template-gap"}
+    assert all(set(r.pools) <= warned for r in PLANNED.pod_requests if r.workload in mig)
+
+
+def request_pools(names: list[str]) -> list[str]:
+    by_cloud = {p.cloud_name: p.name for p in PLANNED.pools}
+    return [by_cloud[n] for n in names]
+
+
+def test_the_matcher_refuses_a_nodepool_without_the_kind_label_or_taint_toleration():
+    request = next(r for r in PLANNED.pod_requests if r.workload == "ranker-train")
+    own = node_pool(request.pools[0])
+    assert sim.why_not(pod(request), own, ROWS) is None
+    unlabelled = copy.deepcopy(own)
+    del unlabelled["spec"]["template"]["metadata"]["labels"]["gpustack.dev/kind"]
+    assert "does not have known values" in (sim.why_not(pod(request), unlabelled, ROWS) or "")
+    tainted = copy.deepcopy(own)
+    tainted["spec"]["template"]["spec"]["taints"].append({"key": "gpustack.dev/spot", "value": "true",
+                                                          "effect": "NoSchedule"})
+    assert "did not tolerate" in (sim.why_not(pod(request), tainted, ROWS) or "")
+
+
+# -- the Pulumi program -----------------------------------------------------------------------------
+def test_pulumi_declares_the_rendered_node_objects_and_no_node_group(declared):
+    from test_in_cluster_pulumi import plain
+
+    objects = [plain(dict(r.inputs)) for r in declared if r.type.startswith("kubernetes:karpenter")]
+    key = lambda o: (o["kind"], o["metadata"]["name"])
+    assert sorted(objects, key=key) == sorted((plain(o) for o in RENDERED.node_objects), key=key)
+    assert not [r for r in declared if r.type.startswith(("aws:eks/", "aws:autoscaling/", "aws:ec2/launchTemplate"))]
+    components = {r.urn: r.name for r in declared if r.type == "gpustack:aws:GpuNodePool"}
+    for r in declared:
+        if r.type.startswith("kubernetes:karpenter"):
+            assert components[r.parent] in r.name, "each pool's objects are children of its GpuNodePool"
+
+
+def test_pulumi_declares_the_floor_reservation_the_node_class_selects(declared):
+    [floor] = [p for p in PLANNED.pools if p.reserved_nodes]
+    [reservation] = [r for r in declared if r.type == "aws:ec2/capacityReservation:CapacityReservation"]
+    assert reservation.inputs["tags"][RESERVATION_TAG] == floor.cloud_name
+    assert reservation.inputs["instanceCount"] == floor.reserved_nodes
+    assert reservation.inputs["instanceMatchCriteria"] == "targeted"
+
+
+def test_without_a_kubeconfig_the_program_stops_with_a_message(tmp_path):
+    spec = tmp_path / "gpustack.yaml"
+    spec.write_text(karpenter_example_text(), encoding="utf-8")
+    with pytest.raises(Exception, match="gpustack:kubeconfig"):
+        run_program(str(spec), TARGET)
+
+
+def test_compiled_values_are_frozen_dataclasses():
+    for pool in PLANNED.pools:
+        assert isinstance(pool.compiled, KarpenterPool)
+
+
+# -- golden files ---------------------------------------------------------------------------------
+@pytest.mark.golden
+def test_rendered_files_match_golden():
+    files = render_files(RENDERED)
+    for relative, text in files.items():
+        assert_golden(f"render/{TARGET}/{relative}", text)
+    if not os.environ.get("GPUSTACK_UPDATE_GOLDEN"):
+        root = GOLDEN / "render" / TARGET
+        assert {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} == set(files)
+
+
+@pytest.mark.golden
+def test_program_resources_match_golden(declared):
+    assert_golden(f"pulumi/{TARGET}.yaml", declared_yaml(
+        "Every resource `pulumi up` declares for the example's aws target provisioned by Karpenter "
+        "(tests/conftest.py karpenter_example_text), with a kubeconfig", declared))
+
+
+def test_the_vendored_crds_name_their_release():
+    for name in ("karpenter.sh_nodepools.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml"):
+        head = (Path(__file__).parent / "schemas" / name).read_text(encoding="utf-8").split("group:")[0]
+        assert "tag v1.14.1" in head and f"blob/v1.14.1/pkg/apis/crds/{name}" in head
