@@ -46,6 +46,14 @@ def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _installed_from_a_checkout():
+    """`gpustack new` reads where gpustack was installed from; the tests see a checkout, wherever they run."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("gpustack.commands._package.installed_direct_url", lambda: None)
+        yield
+
+
 _WRITTEN: set[Path] = set()  # golden files written by this run (`make golden`)
 _IN_GOLDEN_TEST = [False]
 

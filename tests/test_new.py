@@ -297,13 +297,85 @@ def test_the_generated_project_passes_its_own_guardrails(project, capsys):
 
 def test_the_next_step_printed_works_as_generated(tmp_path, capsys):
     """Without --package, `pip install -r requirements.txt` fails on the placeholder: the printed next
-    step says to set it first; with --package, it is the install itself."""
-    from gpustack.cli import main
+    step says to set it first; with --package, the commands printed are the install itself, with the
+    directory quoted for the shell."""
+    import shlex
 
     assert main(["new", str(tmp_path / "a"), "--cloud", "aws"]) == 0
-    first = capsys.readouterr().out.splitlines()[-1]
-    assert first.startswith("Next: set where your team gets gpustack in requirements.txt")
-    assert main(["new", str(tmp_path / "b"), "--cloud", "aws", "--package", "gpustack @ file:///dist/g.whl"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].startswith(f"Next: cd {tmp_path / 'b'} && python -m venv")
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3] == ("Next: set where your team gets gpustack in requirements.txt and policies/requirements.txt "
+                       "(or use --package), then:")
+    directory = tmp_path / "my project"
+    assert main(["new", str(directory), "--cloud", "aws", "--package", "gpustack @ file:///dist/g.whl"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:] == ["Next:", f"  cd {shlex.quote(str(directory))} && python -m venv .venv && .venv/bin/pip "
+                        "install -r requirements.txt", "  .venv/bin/gpustack plan stacks/gpustack.yaml"]
+    assert shlex.split(out[-2])[:2] == ["cd", str(directory)]
+    assert max(map(len, out[-3:])) <= 120 or len(str(directory)) > 40
     readme = (tmp_path / "a" / "README.md").read_text()
     assert readme.index("replace the placeholder address") < readme.index("pip install -r requirements.txt")
+
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+SHA = "ab" * 32
+
+
+@pytest.mark.parametrize("direct_url, requirement", [
+    # pip install git+https://git.example.com/platform/gpustack@v0.1.0: the commit it resolved to
+    ({"url": "https://git.example.com/platform/gpustack", "vcs_info": {"vcs": "git", "commit_id": COMMIT,
+                                                                      "requested_revision": "v0.1.0"}},
+     f"gpustack[aws] @ git+https://git.example.com/platform/gpustack@{COMMIT}"),
+    ({"url": "ssh://git@git.example.com/platform/gpustack.git", "vcs_info": {"vcs": "git", "commit_id": COMMIT}},
+     f"gpustack[aws] @ git+ssh://git@git.example.com/platform/gpustack.git@{COMMIT}"),
+    ({"url": "https://files.example.com/gpustack-0.1.0-py3-none-any.whl",
+      "archive_info": {"hashes": {"sha256": SHA}}},
+     f"gpustack[aws] @ https://files.example.com/gpustack-0.1.0-py3-none-any.whl#sha256={SHA}"),
+    # Nothing another machine can install from: the placeholder.
+    ({"url": "file:///home/dev/gpustack", "dir_info": {"editable": True}}, None),
+    ({"url": "file:///home/dev/dist/gpustack-0.1.0-py3-none-any.whl", "archive_info": {}}, None),
+    ({"url": "https://ci:s3cret@git.example.com/platform/gpustack", "vcs_info": {"vcs": "git", "commit_id": COMMIT}},
+     None),  # never a credential in a generated project
+    ({"url": "https://git.example.com/mono", "vcs_info": {"vcs": "git", "commit_id": COMMIT},
+      "subdirectory": "gpustack"}, None),
+    ({"url": "https://git.example.com/x y", "vcs_info": {"vcs": "git", "commit_id": COMMIT}}, None),
+])
+def test_without_package_the_project_installs_gpustack_from_where_this_one_came_from(
+        tmp_path, capsys, monkeypatch, direct_url, requirement):
+    import json
+
+    monkeypatch.setattr("gpustack.commands._package.installed_direct_url", lambda: json.dumps(direct_url))
+    assert main(["new", str(tmp_path / "p"), "--cloud", "aws"]) == 0
+    captured = capsys.readouterr()
+    written = (tmp_path / "p" / "requirements.txt").read_text().splitlines()[-1]
+    if requirement is None:
+        assert "git.example.invalid" in written and "placeholder" in captured.err
+    else:
+        assert written == requirement and captured.err == ""
+        assert captured.out.splitlines()[-3] == "Next:"
+        assert (tmp_path / "p" / "policies" / "requirements.txt").read_text().splitlines()[-1] == (
+            requirement.replace("[aws]", "[policy]"))
+
+
+@pytest.mark.parametrize("package, message", [
+    ("gpustack", "the name gpustack on PyPI belongs to an unrelated project"),
+    ("gpustack[aws] @ git+https://git.example.com/gpustack", "no extras"),
+    ("gpustack @ git+https://git.example.com/gpustack\n--index-url https://x", "expected gpustack at a git URL"),
+    ("other @ https://files.example.com/other.whl", "expected gpustack at a git URL"),
+])
+def test_a_package_pip_cannot_install_as_gpustack_is_refused(tmp_path, capsys, package, message):
+    assert main(["new", str(tmp_path / "p"), "--package", package]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "p").exists()
+
+
+def test_the_previews_doc_says_what_requirements_txt_holds(tmp_path):
+    """docs/previews.md's row for requirements.txt agrees with what gpustack new writes."""
+    from urllib.parse import urlsplit
+
+    [row] = [line for line in (ROOT / "docs" / "previews.md").read_text().splitlines()
+             if line.startswith("| `requirements.txt` |")]
+    assert main(["new", str(tmp_path / "p"), "--cloud", "aws"]) == 0
+    written = (tmp_path / "p" / "requirements.txt").read_text().splitlines()[-1]
+    assert written.startswith("gpustack[aws] @ ") and "`gpustack[<clouds>]`" in row
+    assert f"(`{urlsplit(written.split(' @ ')[1].removeprefix('git+')).hostname}`)" in row
+    assert "==<this version>" not in row and "installed from" in row

@@ -97,8 +97,8 @@ def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = Fal
                    package: str = "") -> dict[str, str]:
     """Every file of the project: relative path -> text.
 
-    `package` is how the project's requirements name gpustack (default `gpustack==<this version>`,
-    extras added); a git URL or a wheel's path pins a build that is not on a package index.
+    `package` is how the project's requirements name gpustack (extras added; default: a placeholder
+    address that `pip install` refuses); a git URL or a wheel pins a build that is not on a package index.
     """
     examples = example_targets()
     chosen = [c for c in CLOUDS.names() if c in set(clouds)]

@@ -21,34 +21,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--package",
         default="",
         help="how requirements.txt names gpustack, e.g. 'gpustack @ git+https://host/org/gpustack@v0.1.0' "
-        "(default: a placeholder address to replace; the name gpustack on PyPI belongs to an unrelated project)",
+        "(default: the git URL or https archive this gpustack was installed from, else a placeholder address "
+        "to replace; the name gpustack on PyPI belongs to an unrelated project)",
     )
     parser.add_argument("--force", action="store_true",
                         help="write into a non-empty directory, overwriting the files gpustack generates")
 
 
 def run(args: argparse.Namespace) -> int:
+    import shlex
     import sys
     from pathlib import Path
 
     from gpustack.clouds import CLOUDS
-    from gpustack.commands._project import check_plans, project_name, render_project, write_project
+    from gpustack.commands._package import checked_package, installed_requirement
+    from gpustack.commands._project import SPEC, check_plans, project_name, render_project, write_project
 
     directory = Path(args.directory)
     name = project_name(directory, args.name)
-    files = render_project(name, args.cloud or CLOUDS.names(), package=args.package)
+    package = checked_package(args.package) if args.package else installed_requirement()
+    files = render_project(name, args.cloud or CLOUDS.names(), package=package)
     check_plans(files)
     how = write_project(directory, files, args.force)
     print(f"{directory}: {how} a gpustack project ({len(files)} files)" if how == "created" else
           f"{directory}: wrote the {len(files)} files of a gpustack project")
     for path in files:
         print(f"  {path}")
-    if not args.package:
-        print("warning: requirements.txt names gpustack by a placeholder address: set where your team gets "
-              "gpustack (a git URL or a wheel) there, or run again with --package; the name gpustack on PyPI "
-              "belongs to an unrelated project", file=sys.stderr)
-    first = ("" if args.package else
-             "set where your team gets gpustack in requirements.txt and policies/requirements.txt, then ")
-    print(f"Next: {first}cd {directory} && python -m venv .venv && .venv/bin/pip install -r requirements.txt && "
-          ".venv/bin/gpustack plan stacks/gpustack.yaml")
+    if package and not args.package:
+        print(f"requirements.txt: gpustack from where this one was installed (--package chooses another): {package}")
+    if package:
+        print("Next:")
+    else:
+        print("warning: requirements.txt names gpustack by a placeholder address (the name gpustack on PyPI "
+              "belongs to an unrelated project)", file=sys.stderr)
+        print("Next: set where your team gets gpustack in requirements.txt and policies/requirements.txt "
+              "(or use --package), then:")
+    # The commands people paste: the directory quoted for the shell.
+    print(f"  cd {shlex.quote(str(directory))} && python -m venv .venv && .venv/bin/pip install -r requirements.txt")
+    print(f"  .venv/bin/gpustack plan {SPEC}")
     return 0
+
