@@ -1,5 +1,7 @@
-"""Dev auto-stop: the CronJobs, their RBAC (nothing beyond get/list/patch), and the scaling program
-(gpustack/incluster/autostop.py, tested as the module it is)."""
+"""Dev auto-stop: the CronJobs, their least privilege (list the workloads, patch only their scale,
+get/update one state ConfigMap by name, egress only to the API server), and the scaling program
+(gpustack/incluster/autostop.py, tested as the module it is, against a fake API server that enforces
+the Role)."""
 
 from __future__ import annotations
 
@@ -58,7 +60,9 @@ def test_every_cloud_gets_a_stop_and_a_start_job_for_the_notebook_pool(target):
         assert job["spec"]["schedule"] == schedule and job["spec"]["timeZone"] == "Europe/Berlin"
         assert job["metadata"]["labels"]["gpustack.dev/pool"] == pool.name
         command = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
-        assert command[2:] == [action, "research", f"gpustack.dev/workload in ({','.join(pool.workloads)})"]
+        replicas = sum(p.replicas for p in pool.placements)  # the example's one notebook workload
+        assert command[2:] == [action, "research", f"gpustack.dev/workload in ({','.join(pool.workloads)})",
+                               str(replicas)]
 
 
 def test_cronjob_names_fit_52_characters_and_are_dns_labels():
@@ -92,137 +96,258 @@ def test_a_window_open_all_week_gets_no_jobs():
     assert not of_kind(objects, "CronJob") and not of_kind(objects, "Role")
 
 
-def test_jobs_run_unprivileged_with_a_pinned_image():
+def test_jobs_run_unprivileged_with_an_image_pinned_by_digest():
     for job in of_kind(all_example_objects(), "CronJob"):
         pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
         [container] = pod["containers"]
-        assert container["image"] == autostop.IMAGE and not container["image"].endswith(":latest")
-        assert re.fullmatch(r"python:\d+\.\d+\.\d+-alpine\d+\.\d+", container["image"])
+        assert container["image"] == autostop.IMAGE
+        # name:tag@digest: the runtime pulls the digest, the tag says which release it is.
+        assert re.fullmatch(r"python:\d+\.\d+\.\d+-alpine\d+\.\d+@sha256:[0-9a-f]{64}", container["image"])
         assert pod["securityContext"]["runAsNonRoot"] is True
         assert container["securityContext"]["allowPrivilegeEscalation"] is False
         assert pod["serviceAccountName"] == autostop.ACCOUNT
         assert job["spec"]["concurrencyPolicy"] == "Forbid"
 
 
-# -- RBAC: exactly get/list/patch on deployments, statefulsets and their scale -------------------
+def test_start_is_bounded_by_the_plan_maximum_of_the_pools_workloads():
+    jobs = of_kind(objects_of([notebook("nb", replicas=4), notebook("nb2", replicas=6)]), "CronJob")
+    assert jobs
+    for job in jobs:
+        command = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
+        assert command[-1] == "6"
 
-ALLOWED = {("apps", "deployments"), ("apps", "deployments/scale"),
-           ("apps", "statefulsets"), ("apps", "statefulsets/scale")}
+
+# -- least privilege: what the Role allows, by name where Kubernetes can ---------------------------
+
+# (verb, API group, resource, name or None for any): everything the job's identity may do.
+ALLOWED = {("list", "apps", "deployments", None), ("list", "apps", "statefulsets", None),
+           ("patch", "apps", "deployments/scale", None), ("patch", "apps", "statefulsets/scale", None),
+           ("get", "", "configmaps", autostop.STATE_CONFIGMAP), ("update", "", "configmaps", autostop.STATE_CONFIGMAP)}
+
+
+def granted(role: dict) -> set[tuple[str, str, str, str | None]]:
+    found = set()
+    for rule in role["rules"]:
+        assert set(rule) <= {"apiGroups", "resources", "verbs", "resourceNames"}, "no nonResourceURLs"
+        for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+            assert all("*" not in v for v in rule.get(field, [])), (field, rule)
+        names = rule.get("resourceNames") or [None]
+        found |= {(v, g, r, n) for v in rule["verbs"] for g in rule["apiGroups"] for r in rule["resources"]
+                  for n in names}
+    return found
 
 
 @pytest.mark.parametrize("objects", [
     all_example_objects(),
     objects_of([notebook("nb-a", "team-a"), notebook("nb-b", "team-b")], "gcp"),
 ], ids=["example", "two-namespaces"])
-def test_roles_grant_nothing_beyond_get_list_patch_on_the_workloads(objects):
+def test_roles_allow_listing_scaling_and_the_state_configmap_only(objects):
     assert not of_kind(objects, "ClusterRole") and not of_kind(objects, "ClusterRoleBinding")
     roles = of_kind(objects, "Role")
     assert roles
     for role in roles:
-        granted = set()
-        for rule in role["rules"]:
-            assert set(rule) <= {"apiGroups", "resources", "verbs"}, "no resourceNames/nonResourceURLs tricks"
-            for field in ("apiGroups", "resources", "verbs"):
-                assert "*" not in rule[field] and all("*" not in v for v in rule[field]), (field, rule)
-            assert set(rule["verbs"]) == {"get", "list", "patch"}
-            granted |= {(g, r) for g in rule["apiGroups"] for r in rule["resources"]}
-        assert granted == ALLOWED
+        # Not patch on the workloads themselves: that would let the job rewrite a pod template.
+        assert granted(role) == ALLOWED
     for binding in of_kind(objects, "RoleBinding"):
         namespace = binding["metadata"]["namespace"]
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
                                       "name": autostop.ACCOUNT}
         assert binding["subjects"] == [{"kind": "ServiceAccount", "name": autostop.ACCOUNT, "namespace": namespace}]
+    states = [m for m in of_kind(objects, "ConfigMap") if m["metadata"]["name"] == autostop.STATE_CONFIGMAP]
+    assert sorted(m["metadata"]["namespace"] for m in states) == sorted(r["metadata"]["namespace"] for r in roles)
+    assert all("data" not in m for m in states), "an apply must never reset the saved counts"
+
+
+def test_a_network_policy_per_namespace_lets_the_jobs_reach_only_the_api_server():
+    objects = objects_of([notebook("nb-a", "team-a"), notebook("nb-b", "team-b")])
+    policies = {p["metadata"]["namespace"]: p for p in of_kind(objects, "NetworkPolicy")}
+    assert set(policies) == {"team-a", "team-b"}
+    for job in of_kind(objects, "CronJob"):
+        policy = policies[job["metadata"]["namespace"]]["spec"]
+        labels = job["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+        [expression] = policy["podSelector"]["matchExpressions"]
+        assert expression["operator"] == "In" and labels[expression["key"]] in expression["values"]
+        assert policy["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in policy  # nothing comes in
+        [egress] = policy["egress"]
+        assert egress == {"ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 6443}]}
+        env = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert all("HOST" not in e["name"] for e in env), "the API server's address comes from the pod, no DNS"
 
 
 # -- the scaling program ---------------------------------------------------------------------------
 
-def deployment(name: str, replicas: int, saved: str | None = None, labels: dict | None = None) -> dict:
-    annotations = {autostop.ANNOTATION: saved} if saved is not None else {}
-    return {"metadata": {"name": name, "resourceVersion": "1", "annotations": annotations,
+def deployment(name: str, replicas: int, labels: dict | None = None) -> dict:
+    return {"metadata": {"name": name, "resourceVersion": "1", "annotations": {},
                          "labels": labels or {"gpustack.dev/workload": "nb"}},
-            "spec": {"replicas": replicas}}
+            "spec": {"replicas": replicas, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}
 
 
-@pytest.mark.parametrize("action, obj, expected", [
-    ("stop", deployment("a", 3), {"metadata": {"resourceVersion": "1", "annotations": {autostop.ANNOTATION: "3"}},
-                                  "spec": {"replicas": 0}}),
-    ("stop", deployment("a", 0), None),  # already at zero: nothing to save
-    ("stop", deployment("a", 0, saved="3"), None),  # a second stop keeps the saved count
-    ("start", deployment("a", 0, saved="3"), {"metadata": {"resourceVersion": "1",
-                                                           "annotations": {autostop.ANNOTATION: None}},
-                                              "spec": {"replicas": 3}}),
-    ("start", deployment("a", 0), None),  # never stopped by gpustack: leave it alone
-    # Scaled up by hand while stopped: keep that count, drop the stale annotation.
-    ("start", deployment("a", 2, saved="3"), {"metadata": {"resourceVersion": "1",
-                                                           "annotations": {autostop.ANNOTATION: None}}}),
-    ("start", deployment("a", 0, saved="lots"), {"metadata": {"resourceVersion": "1",
-                                                              "annotations": {autostop.ANNOTATION: None}}}),
+@pytest.mark.parametrize("text, cap, expected", [
+    ("3", 4, (3, None)),
+    ("4", 4, (4, None)),
+    ("999999999", 4, (4, "saved count 999999999 is above the plan's maximum 4: restored 4")),
 ])
-def test_patch_for_each_case(action, obj, expected):
-    assert program.patch_for(action, obj) == expected
+def test_saved_counts_within_the_cap(text, cap, expected):
+    assert program.saved_count(text, cap) == expected
+
+
+@pytest.mark.parametrize("text", ["²", "٣", "lots", "", "0", "03", "-1", "+3", " 3", "3 ", "3\n", "3_0", "1e3",
+                                  "9" * 400, None, 3, ["3"]])
+def test_a_saved_count_that_is_not_a_plain_number_is_refused(text):
+    count, problem = program.saved_count(text, 8)
+    assert count is None and "is not a whole number from 1 to 8" in problem
+    assert len(problem) < 120
 
 
 class FakeApi:
-    """An API server holding Deployments and StatefulSets, with merge-patch and resourceVersion checks."""
+    """An API server holding Deployments, StatefulSets and the state ConfigMap of one namespace. It
+    answers only what the rendered Role allows (403 otherwise), checks resourceVersions (409) and
+    applies merge patches to the scale subresource."""
 
-    def __init__(self, objects: dict[str, list[dict]], conflicts: int = 0):
+    def __init__(self, objects: dict[str, list[dict]], conflicts: int = 0, state: dict | None = None,
+                 failing: set[str] = frozenset()):
         self.objects = objects
+        self.state = {"metadata": {"name": autostop.STATE_CONFIGMAP, "resourceVersion": "1"}}
+        if state is not None:
+            self.state["data"] = dict(state)
         self.calls: list[tuple[str, str]] = []
         self.conflicts = conflicts
+        self.failing = failing
+        [role] = of_kind(autostop.rbac(EXAMPLE_PLAN, EXAMPLE_PLAN.targets[0], "research"), "Role")
+        self.allowed = granted(role)
 
-    def __call__(self, method: str, path: str, body=None):
+    def authorize(self, verb: str, group: str, resource: str, name: str | None) -> None:
+        if (verb, group, resource, None) not in self.allowed and (verb, group, resource, name) not in self.allowed:
+            raise urllib.error.HTTPError("", 403, f"forbidden: {verb} {group}/{resource} {name}", {}, io.BytesIO())
+
+    def __call__(self, method: str, path: str, body=None, content_type: str = "application/json"):
         self.calls.append((method, path.split("?")[0]))
         parts = path.split("?")[0].split("/")
+        if parts[1] == "api":  # /api/v1/namespaces/research/configmaps/<name>
+            assert parts[4] == "research"
+            verb = {"GET": "get", "PUT": "update"}[method]
+            self.authorize(verb, "", "configmaps", parts[6])
+            if method == "GET":
+                return copy.deepcopy(self.state)
+            if body["metadata"]["resourceVersion"] != self.state["metadata"]["resourceVersion"]:
+                raise program.Conflict(path)
+            self.state = copy.deepcopy(body)
+            self.state["metadata"]["resourceVersion"] = str(int(body["metadata"]["resourceVersion"]) + 1)
+            return self.state
+        assert parts[5] == "research"
         plural = parts[6]
         if method == "GET":
+            self.authorize("list", "apps", plural, None)
             selector = urllib.parse.unquote(path.split("labelSelector=")[1])
             wanted = set(re.search(r"in \((.*)\)", selector).group(1).split(","))
             items = [o for o in self.objects[plural] if o["metadata"]["labels"].get("gpustack.dev/workload") in wanted]
             return {"items": copy.deepcopy(items)}
-        assert method == "PATCH"
+        assert method == "PATCH" and content_type == "application/merge-patch+json"
+        subresource = "/" + parts[8] if len(parts) > 8 else ""
+        self.authorize("patch", "apps", plural + subresource, parts[7])
         [obj] = [o for o in self.objects[plural] if o["metadata"]["name"] == parts[7]]
+        if parts[7] in self.failing:
+            raise urllib.error.HTTPError(path, 500, "Internal error", {}, io.BytesIO())
         if self.conflicts or body["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
             self.conflicts = max(0, self.conflicts - 1)
             obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
-            raise urllib.error.HTTPError(path, 409, "Conflict", {}, io.BytesIO(b"{}"))
-        for key, value in body["metadata"].get("annotations", {}).items():
-            if value is None:
-                obj["metadata"]["annotations"].pop(key, None)
-            else:
-                obj["metadata"]["annotations"][key] = value
-        obj["spec"].update(body.get("spec", {}))
+            raise program.Conflict(path)
+        assert set(body) == {"metadata", "spec"} and set(body["spec"]) == {"replicas"}
+        obj["spec"]["replicas"] = body["spec"]["replicas"]
         obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
-        return obj
+        return {"spec": {"replicas": obj["spec"]["replicas"]}}
+
+    def replicas(self) -> dict[str, int]:
+        return {o["metadata"]["name"]: o["spec"]["replicas"] for objs in self.objects.values() for o in objs}
+
+    def saved(self) -> dict[str, str]:
+        return self.state.get("data") or {}
 
 
-def run_script(api: FakeApi, action: str) -> int:
+def run_script(api: FakeApi, action: str, cap: int = 8) -> int:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(program, "call", api)
-        return program.main([action, "research", "gpustack.dev/workload in (nb,nb2)"])
+        return program.main([action, "research", "gpustack.dev/workload in (nb,nb2)", str(cap)])
 
 
 def test_stop_then_start_restores_every_replica_count_and_touches_nothing_else():
     other = deployment("not-ours", 5, labels={"app": "web"})
     api = FakeApi({"deployments": [deployment("a", 3), deployment("b", 0), other],
                    "statefulsets": [deployment("s", 2, labels={"gpustack.dev/workload": "nb2"})]})
+    before = copy.deepcopy(api.objects)
     assert run_script(api, "stop") == 0
-    replicas = {o["metadata"]["name"]: o["spec"]["replicas"] for objs in api.objects.values() for o in objs}
-    assert replicas == {"a": 0, "b": 0, "not-ours": 5, "s": 0}
+    assert api.replicas() == {"a": 0, "b": 0, "not-ours": 5, "s": 0}
+    assert api.saved() == {"deployments.a": "3", "statefulsets.s": "2"}
     assert run_script(api, "stop") == 0  # a repeated stop keeps the saved counts
+    assert api.saved() == {"deployments.a": "3", "statefulsets.s": "2"}
     assert run_script(api, "start") == 0
-    replicas = {o["metadata"]["name"]: o["spec"]["replicas"] for objs in api.objects.values() for o in objs}
-    assert replicas == {"a": 3, "b": 0, "not-ours": 5, "s": 2}
-    assert all(autostop.ANNOTATION not in o["metadata"]["annotations"] for objs in api.objects.values() for o in objs)
-    # Only the verbs the Role grants: list (GET on the collection) and patch.
-    assert {m for m, _ in api.calls} == {"GET", "PATCH"}
-    assert all(p.startswith("/apis/apps/v1/namespaces/research/") for _, p in api.calls)
+    assert api.replicas() == {"a": 3, "b": 0, "not-ours": 5, "s": 2}
+    assert api.saved() == {}
+    # The workloads are as they were (no annotation, no template change), only their versions moved.
+    for plural, objs in api.objects.items():
+        for obj, old in zip(objs, before[plural], strict=True):
+            assert {**obj["metadata"], "resourceVersion": "-"} == {**old["metadata"], "resourceVersion": "-"}
+            assert obj["spec"] == old["spec"]
+    assert {m for m, _ in api.calls} == {"GET", "PATCH", "PUT"}
+    assert all(p.endswith("/scale") for m, p in api.calls if m == "PATCH")
+
+
+def test_the_old_annotation_program_would_be_forbidden():
+    """Patching the workload itself (not its scale) is what the Role no longer allows."""
+    api = FakeApi({"deployments": [deployment("a", 3)], "statefulsets": []})
+    with pytest.raises(urllib.error.HTTPError) as error:
+        api("PATCH", "/apis/apps/v1/namespaces/research/deployments/a", {"metadata": {"resourceVersion": "1"}},
+            "application/merge-patch+json")
+    assert error.value.code == 403
+    with pytest.raises(urllib.error.HTTPError):
+        api("GET", "/api/v1/namespaces/research/configmaps/gpustack-autostop-program")
+
+
+def test_an_object_scaled_up_while_stopped_keeps_its_count_and_loses_the_entry():
+    api = FakeApi({"deployments": [deployment("a", 2)], "statefulsets": []}, state={"deployments.a": "3"})
+    assert run_script(api, "start") == 0
+    assert api.replicas() == {"a": 2} and api.saved() == {}
+
+
+def test_a_bad_saved_count_is_an_error_for_that_object_only():
+    api = FakeApi({"deployments": [deployment("a", 0), deployment("b", 0), deployment("c", 0)],
+                   "statefulsets": [deployment("s", 0, labels={"gpustack.dev/workload": "nb2"})]},
+                  state={"deployments.a": "²", "deployments.b": "3", "deployments.c": "9" * 400,
+                         "statefulsets.s": "2", "deployments.gone": "4"})
+    assert run_script(api, "start") == 1  # reported, but every good count is back
+    assert api.replicas() == {"a": 0, "b": 3, "c": 0, "s": 2}
+    assert api.saved() == {"deployments.gone": "4"}  # another pool's entry, or a deleted object: kept
+    assert run_script(api, "start") == 0  # the bad entries went with the report
+
+
+def test_an_unbounded_saved_count_is_restored_at_the_plan_maximum(capsys):
+    api = FakeApi({"deployments": [deployment("a", 0)], "statefulsets": []}, state={"deployments.a": "100000"})
+    assert run_script(api, "start", cap=4) == 1
+    assert api.replicas() == {"a": 4}
+    assert "above the plan's maximum 4" in capsys.readouterr().err
+
+
+def test_a_failing_object_keeps_its_saved_count_and_the_others_proceed():
+    api = FakeApi({"deployments": [deployment("a", 0), deployment("b", 0)], "statefulsets": []},
+                  state={"deployments.a": "3", "deployments.b": "2"}, failing={"a"})
+    assert run_script(api, "start") == 1
+    assert api.replicas() == {"a": 0, "b": 2} and api.saved() == {"deployments.a": "3"}
+    api.failing = set()
+    assert run_script(api, "start") == 0 and api.replicas() == {"a": 3, "b": 2}
+
+
+def test_stop_saves_the_count_before_scaling():
+    api = FakeApi({"deployments": [deployment("a", 3), deployment("b", 1)], "statefulsets": []}, failing={"a"})
+    assert run_script(api, "stop") == 1
+    assert api.replicas() == {"a": 3, "b": 0} and api.saved() == {"deployments.a": "3", "deployments.b": "1"}
+    assert run_script(api, "start") == 0  # a is still running: its entry goes, its count stays
+    assert api.replicas() == {"a": 3, "b": 1} and api.saved() == {}
 
 
 def test_a_conflicting_change_is_retried_not_lost():
     api = FakeApi({"deployments": [deployment("a", 3)], "statefulsets": []}, conflicts=1)
     assert run_script(api, "stop") == 0
-    assert api.objects["deployments"][0]["spec"]["replicas"] == 0
-    assert api.objects["deployments"][0]["metadata"]["annotations"][autostop.ANNOTATION] == "3"
+    assert api.replicas() == {"a": 0} and api.saved() == {"deployments.a": "3"}
 
 
 def test_script_reports_failure_with_a_nonzero_exit():
@@ -230,10 +355,16 @@ def test_script_reports_failure_with_a_nonzero_exit():
     assert run_script(api, "stop") == 1
 
 
+@pytest.mark.parametrize("argv", [["stop", "ns", "sel"], ["pause", "ns", "sel", "4"], ["start", "ns", "sel", "²"],
+                                  ["start", "ns", "sel", "0"], ["start", "ns", "sel", "9" * 400]])
+def test_bad_arguments_are_a_usage_error(argv, capsys):
+    assert program.main(argv) == 2 and "usage: autostop.py" in capsys.readouterr().err
+
+
 def test_the_program_runs_alone_with_the_standard_library(tmp_path):
     """The ConfigMap carries the module's text; in the pod nothing else of gpustack exists."""
     (tmp_path / autostop.PROGRAM_FILE).write_text(source("autostop"), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-I", "-S", autostop.PROGRAM_FILE, "pause", "ns", "sel"],
+    result = subprocess.run([sys.executable, "-I", "-S", autostop.PROGRAM_FILE, "pause", "ns", "sel", "4"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "usage: autostop.py stop|start" in result.stderr, result.stderr
 
@@ -241,7 +372,8 @@ def test_the_program_runs_alone_with_the_standard_library(tmp_path):
 def test_every_cronjob_mounts_the_program_from_its_namespace_configmap():
     for target in EXAMPLE_PLAN.targets:
         objs = autostop.objects(EXAMPLE_PLAN, target)
-        maps = {o["metadata"]["namespace"]: o for o in objs if o["kind"] == "ConfigMap"}
+        maps = {o["metadata"]["namespace"]: o for o in objs
+                if o["kind"] == "ConfigMap" and o["metadata"]["name"] == autostop.PROGRAM_CONFIGMAP}
         jobs = [o for o in objs if o["kind"] == "CronJob"]
         assert jobs and set(maps) == {j["metadata"]["namespace"] for j in jobs}
         for job in jobs:

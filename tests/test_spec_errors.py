@@ -374,3 +374,20 @@ def test_an_error_in_merged_defaults_points_at_the_defaults():
             name: chat
         """)
     assert error(text).startswith(f"{at(text, 'L44')}: workloads[0].gpu: 'L44' is not a GPU model")
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "kube-node-lease", "kube-flannel",
+                                       "gpu-operator", "gpustack-system"])
+def test_a_system_namespace_is_refused_where_it_is_written(namespace):
+    text = spec_text([{**TRAIN, "namespace": namespace}])
+    assert error(text) == (f"{at(text, namespace)}: workloads[0].namespace: {namespace} is a system namespace "
+                           "(kube-* or one gpustack installs: gpu-operator, gpustack-system); put the workload in a "
+                           "namespace of its own, e.g. 'default' or the team's")
+
+
+def test_the_refused_namespaces_are_those_gpustack_installs_into():
+    from gpustack.render import GPUSTACK_NAMESPACE, hami, operator
+    from gpustack.spec.load import INSTALLED_NAMESPACES, SYSTEM_NAMESPACE_PREFIX
+
+    for name in (operator.NAMESPACE, GPUSTACK_NAMESPACE, hami.NAMESPACE):
+        assert name in INSTALLED_NAMESPACES or name.startswith(SYSTEM_NAMESPACE_PREFIX), name

@@ -1,7 +1,7 @@
 """The in-cluster layer as Pulumi Kubernetes resources: exactly the objects `gpustack render` writes.
 
 Every resource is declared from the dicts of `gpustack.render.in_cluster` (no second definition):
-Namespaces, ConfigMaps, ServiceAccounts, Roles, RoleBindings and CronJobs as their typed
+Namespaces, ConfigMaps, ServiceAccounts, Roles, RoleBindings, NetworkPolicies and CronJobs as their typed
 resources, the PrometheusRule as an `apiextensions.CustomResource`, and the GPU Operator as a
 `helm.v3.Release` (a real Helm release, hooks and CRD upgrades included) with the rendered values.
 
@@ -31,6 +31,7 @@ _CLASSES: dict[str, Any] = {
     "ServiceAccount": k8s.core.v1.ServiceAccount,
     "Role": k8s.rbac.v1.Role,
     "RoleBinding": k8s.rbac.v1.RoleBinding,
+    "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
     "CronJob": k8s.batch.v1.CronJob,
 }
 _ARGUMENTS = {"metadata": "metadata", "data": "data", "rules": "rules", "roleRef": "role_ref",

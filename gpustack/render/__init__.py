@@ -4,7 +4,7 @@ program declare, built from the plan only (no Pulumi import here).
 - GPU Operator (operator.py): a Helm release with pinned chart and values, where the cloud does not
   share GPUs natively; its namespace and the NVIDIA configs it reads (nvidia.py);
 - HAMi (hami.py): a Helm release with pinned chart and values, where pools enforce fractions;
-- dev auto-stop (autostop.py): CronJobs and their RBAC, on every cloud;
+- dev auto-stop (autostop.py): CronJobs, their RBAC, state ConfigMap and NetworkPolicy, on every cloud;
 - idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud;
 - spot first, on-demand fallback (autoscaling.py): the Cluster Autoscaler's priority-expander
   ConfigMap, or GKE ComputeClasses, for targets with fallback pools;
@@ -33,7 +33,7 @@ KUBERNETES_VERSION = "1.31.0"
 GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every cloud
 # Apply order of the kinds gpustack emits.
 KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30, "Role": 31,
-              "RoleBinding": 32, "CronJob": 40, "PrometheusRule": 50,
+              "RoleBinding": 32, "NetworkPolicy": 35, "CronJob": 40, "PrometheusRule": 50,
               # Karpenter: a node class before the NodePools that name it.
               "EC2NodeClass": 60, "NodePool": 61}
 

@@ -54,6 +54,12 @@ WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
                      "sharing", "namespace", "instance_types", "burst_share", "disk")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
+# Namespaces a workload may not live in: the cluster's own (Kubernetes reserves the `kube-` prefix,
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces)
+# and those of what gpustack installs (the GPU Operator's, the alerts'). The auto-stop job gets a
+# Role in its workloads' namespaces; there it would sit next to the cluster's controllers.
+SYSTEM_NAMESPACE_PREFIX = "kube-"
+INSTALLED_NAMESPACES = ("gpu-operator", "gpustack-system")
 ADD_ROWS = "add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog refresh"
 
 
@@ -394,6 +400,11 @@ class _SpecReader(Reader):
         if sharing and kind and gpu:
             self.sharing_fits(field["sharing"], sharing, kind, gpu, forms, mig)
         namespace = self.dns_label(field["namespace"], value["namespace"]) if "namespace" in value else "default"
+        if isinstance(namespace, str) and (namespace.startswith(SYSTEM_NAMESPACE_PREFIX)
+                                           or namespace in INSTALLED_NAMESPACES):
+            self.problem(field["namespace"], f"{namespace} is a system namespace (kube-* or one gpustack installs: "
+                                             f"{', '.join(INSTALLED_NAMESPACES)}); put the workload in a namespace "
+                                             f"of its own, e.g. 'default' or the team's")
         pins = self.instance_pins(field["instance_types"], value["instance_types"]) if "instance_types" in value else ()
         burst_share = None
         if "burst_share" in value:
