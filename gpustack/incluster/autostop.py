@@ -28,8 +28,8 @@ STATE = "gpustack-autostop-state"
 ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 PLURALS = ("deployments", "statefulsets")
 ATTEMPTS = 3  # rounds while objects change under us (409 Conflict)
-# Saved counts: ASCII digits, no sign, no leading zero, at most 9 digits (int() accepts "²"-free
-# Unicode digits, "+3", " 3", "3_0", so it never sees anything this does not match).
+# Saved counts: ASCII digits, no sign, no leading zero, at most 9 digits. str.isdigit() takes "²"
+# (which int() then refuses) and int() takes "٣", "+3", " 3" and "3_0": int() sees only what matches.
 COUNT = re.compile(r"[1-9][0-9]{0,8}")
 CAP = re.compile(r"[1-9][0-9]{0,5}")  # MAX_REPLICAS as the CronJob passes it
 USAGE = "usage: autostop.py stop|start NAMESPACE LABEL_SELECTOR MAX_REPLICAS"
