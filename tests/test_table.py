@@ -92,6 +92,21 @@ def test_make_demo_prints_the_example_s_table_and_it_fits_120_columns(capsys, mo
     assert out.count("\n") > 100 and max(len(line) for line in out.splitlines()) <= 120
 
 
+def test_at_a_terminal_make_demo_s_warnings_fit_120_columns_too(capsys, monkeypatch):
+    """Warnings go to stderr: one line each in a log (tools grep them), wrapped for a person."""
+    monkeypatch.chdir(ROOT)
+    assert main(demo_arguments()) == 0
+    logged = capsys.readouterr().err
+    assert logged and all(line.startswith("warning: ") for line in logged.splitlines())
+    assert max(len(line) for line in logged.splitlines()) > 120  # what there is to wrap
+    monkeypatch.setattr("gpustack.commands._shared.stderr_is_terminal", lambda: True)
+    assert main(demo_arguments()) == 0
+    shown = capsys.readouterr().err
+    too_wide = [line for line in shown.splitlines() if len(line) > 120 and " " in line.strip()]
+    assert too_wide == [] and shown.split() == logged.split()
+    assert shown.count("\nwarning: ") == logged.count("\nwarning: ")
+
+
 def test_the_readme_shows_what_make_demo_prints(capsys, monkeypatch):
     """The README's sample is `make demo`'s output, piece by piece: each run of lines between the `...`
     lines is a run of consecutive lines of the output, in the output's order."""

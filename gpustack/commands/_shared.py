@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import datetime
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -33,8 +34,23 @@ def print_warnings(plan: Plan, today: datetime.date | None = None) -> None:
     command runs, so it is not part of the plan, which stays the same from day to day)."""
     for warning in plan.warnings:
         where = f"{warning.target}: " if warning.target else ""
-        print(f"warning: {where}{warning.message}", file=sys.stderr)
+        warn(f"{where}{warning.message}")
     print_price_age(plan, today)
+
+
+def warn(text: str) -> None:
+    """A warning on stderr: wrapped to the table's 120 columns for a person at a terminal; one line each
+    in logs and pipes, where tools grep them."""
+    line = f"warning: {text}"
+    if stderr_is_terminal():
+        from gpustack.output.table import WIDTH
+
+        line = textwrap.fill(line, WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    print(line, file=sys.stderr)
+
+
+def stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
 
 
 def print_price_age(plan: Plan, today: datetime.date | None = None) -> None:
@@ -45,7 +61,7 @@ def print_price_age(plan: Plan, today: datetime.date | None = None) -> None:
     for target in plan.targets:
         stale = stale_message(target.prices_as_of, today)
         if stale:
-            print(f"warning: {target.name}: {stale}", file=sys.stderr)
+            warn(f"{target.name}: {stale}")
 
 
 def select_target(plan: Plan, target: str | None) -> Plan:
