@@ -30,4 +30,12 @@ def test_the_wheel_carries_the_catalog_and_every_template(tmp_path):
                  for p in (ROOT / "templates").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     data = {str(p.relative_to(ROOT)) for p in (ROOT / "gpustack" / "catalog" / "data").iterdir() if p.is_file()}
     assert templates - shipped == set() and data - shipped == set()
+    # The licence travels with every install: the Apache-2.0 text, and metadata that names it.
+    [license_file] = [n for n in shipped if n.endswith(".dist-info/licenses/LICENSE")]
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read(license_file) == (ROOT / "LICENSE").read_bytes()
+        [metadata] = [n for n in shipped if n.endswith(".dist-info/METADATA")]
+        headers = archive.read(metadata).decode().split("\n\n")[0].splitlines()
+    assert "License-Expression: Apache-2.0" in headers and "License-File: LICENSE" in headers
+    assert (ROOT / "LICENSE").read_text().split()[:3] == ["Apache", "License", "Version"]
     assert "setup.py" not in {p.name for p in ROOT.iterdir()}
