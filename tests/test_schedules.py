@@ -100,6 +100,9 @@ def _zone_warnings(zone: str) -> list[str]:
     ("MST", "America/Denver"),
     ("PST8PDT", "America/Los_Angeles"),
     ("Etc/GMT+5", "America/New_York"),
+    ("Etc/GMT-9", "'Etc/GMT-9' is a fixed offset with no daylight saving time (and its sign is inverted: Etc/GMT-9 "
+                  "is UTC+9); use the team's IANA zone, e.g. Asia/Tokyo"),
+    ("Etc/GMT+12", "Etc/GMT+12 is UTC-12); use the team's IANA zone, e.g. Europe/Berlin or Asia/Tokyo"),
     ("Japan", "IANA zone"),
 ])
 def test_a_legacy_zone_is_accepted_with_a_warning_naming_the_iana_zone(zone, suggestion):

@@ -159,6 +159,10 @@ _LEGACY_ZONES = {
     "EET": ("a legacy rule name", "Europe/Athens, Europe/Helsinki, ... (the city of the team)"),
     "WET": ("a legacy rule name", "Europe/Lisbon"),
 }
+# Zones teams at a fixed offset's standard time are often in (the example in the advice, nothing more).
+_AT_OFFSET = {"+8": "America/Los_Angeles", "+7": "America/Denver", "+6": "America/Chicago",
+              "+5": "America/New_York", "+3": "America/Sao_Paulo", "-1": "Europe/Berlin", "-2": "Europe/Athens",
+              "-3": "Europe/Moscow", "-8": "Asia/Singapore", "-9": "Asia/Tokyo", "-10": "Australia/Sydney"}
 _UNIVERSAL = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "GMT", "Etc/GMT", "Universal", "Etc/Universal", "Zulu",
               "Etc/Zulu", "Etc/GMT0", "GMT0", "GMT+0", "GMT-0", "Etc/GMT+0", "Etc/GMT-0", "Etc/Greenwich", "Greenwich"}
 
@@ -171,8 +175,10 @@ def timezone_advice(zone: str) -> str | None:
         what, use = _LEGACY_ZONES[zone]
         return f"{zone!r} is {what}, kept in the tz database for backward compatibility; use the team's IANA zone, e.g. {use}"
     if zone.startswith("Etc/GMT"):
-        return (f"{zone!r} is a fixed offset with no daylight saving time (and its sign is inverted: Etc/GMT+5 is "
-                "UTC-5); use the team's IANA zone, e.g. America/New_York")
+        hours = zone.removeprefix("Etc/GMT")
+        utc = f"UTC{'-' if hours.startswith('+') else '+'}{hours[1:]}"
+        return (f"{zone!r} is a fixed offset with no daylight saving time (and its sign is inverted: {zone} is "
+                f"{utc}); use the team's IANA zone, e.g. {_AT_OFFSET.get(hours, 'Europe/Berlin or Asia/Tokyo')}")
     if "/" not in zone:
         return (f"{zone!r} is a legacy alias of the tz database, not a region/city name; use the team's IANA "
                 "zone, e.g. America/New_York or Europe/Berlin")
