@@ -38,6 +38,7 @@ PLAN = build_plan(load_text(karpenter_example_text(), "karpenter.yaml"))
 RENDERED = in_cluster(PLAN, PLANNED)
 NODE_POOLS = [o for o in RENDERED.node_objects if o["kind"] == "NodePool"]
 NODE_CLASSES = {o["metadata"]["name"]: o for o in RENDERED.node_objects if o["kind"] == "EC2NodeClass"}
+OVERLAYS = [o for o in RENDERED.node_objects if o["kind"] == "NodeOverlay"]
 ROWS = {row.name: row for row in load_catalog().in_region("aws", PLANNED.region)}
 KUBECONFIG = {"gpustack:kubeconfig": "apiVersion: v1\nkind: Config\n"}
 
@@ -166,6 +167,14 @@ def cel_problems(obj: dict) -> list[str]:
                 problems.append(f"label {key} is restricted")
         if any(set(b) != {"nodes", "reasons"} and set(b) != {"nodes"} for b in spec["disruption"].get("budgets", [])):
             problems.append("'schedule' must be set with 'duration'")
+    elif obj["kind"] == "NodeOverlay":
+        if any(key in ("cpu", "memory", "ephemeral-storage", "pods") for key in spec.get("capacity", {})):
+            problems.append("invalid resource restricted")
+        for req in spec["requirements"]:
+            if req["operator"] in ("In", "NotIn") and not req["values"]:
+                problems.append(f"requirements with operator '{req['operator']}' must have a value defined")
+        if "price" in spec and "priceAdjustment" in spec:
+            problems.append("cannot set both 'price' and 'priceAdjustment'")
     else:
         if ("role" in spec) == ("instanceProfile" in spec):
             problems.append("must specify exactly one of ['role', 'instanceProfile']")
@@ -210,6 +219,12 @@ def test_validation_would_catch_a_wrong_field_or_value():
     pool = copy.deepcopy(NODE_POOLS[0])
     pool["spec"]["template"]["metadata"]["labels"]["karpenter.sh/nodepool"] = "x"
     assert cel_problems(pool)
+    overlay = copy.deepcopy(OVERLAYS[0])
+    overlay["spec"]["capacity"]["nvidia.com/gpu"] = "four"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(overlay)
+    overlay["spec"]["capacity"] = {"cpu": "4"}
+    assert cel_problems(overlay)
 
 
 # -- a pending pod of each workload (Karpenter's scheduling semantics, tests/cloudsim/karpenter.py) --
@@ -229,19 +244,36 @@ def without_requests(p: Pod) -> Pod:
     return Pod({}, p.node_selector, p.tolerations)
 
 
-def test_pods_launch_their_nodes_spot_first_and_mig_pods_need_an_overlay():
-    launches = {r.workload: sim.launching(pod(r), NODE_POOLS, ROWS) for r in PLANNED.pod_requests}
-    cloud = {name: PLANNED.pool(name).cloud_name for name in (p.name for p in PLANNED.pools)}
+def test_pods_launch_their_nodes_spot_first_and_mig_pods_through_their_overlays():
+    launches = {r.workload: sim.launching(pod(r), NODE_POOLS, ROWS, OVERLAYS) for r in PLANNED.pod_requests}
+    cloud = {p.name: p.cloud_name for p in PLANNED.pools}
     [group] = PLANNED.fallback_groups
     [spot], [fallback] = group.spot, group.fallback
     assert launches["llm-finetune"] == [cloud[spot], cloud[fallback]]
     # The non-checkpointed job does not tolerate spot: only on-demand training NodePools take it.
-    assert all(PLANNED.pool(n).capacity == "on-demand" for n in request_pools(launches["ranker-train"]))
-    # No instance type offers a MIG device, so Karpenter launches nothing for MIG pods: the warned gap.
+    assert launches["ranker-train"] and all(
+        PLANNED.pool(n).capacity == "on-demand" for n in request_pools(launches["ranker-train"]))
     mig = {r.workload for r in PLANNED.pod_requests if any(k.startswith("nvidia.com/mig-") for k, _ in r.resources)}
-    assert mig and all(launches[w] == [] for w in mig)
+    [floor] = [p for p in PLANNED.pools if p.reserved_nodes]
+    for request in (r for r in PLANNED.pod_requests if r.workload in mig):  # the floor first, then its burst
+        assert launches[request.workload][0] == floor.cloud_name
+        assert set(request_pools(launches[request.workload])) == set(request.pools)
+    # Without the NodeOverlay gate no instance type offers a MIG device: nothing launches, as warned.
+    assert mig and all(sim.launching(pod(r), NODE_POOLS, ROWS) == [] for r in PLANNED.pod_requests if r.workload in mig)
     warned = {w.pool for w in PLANNED.warnings if w.code == "template-gap"}
     assert all(set(r.pools) <= warned for r in PLANNED.pod_requests if r.workload in mig)
+
+
+def test_an_overlay_offers_exactly_what_a_node_offers_and_only_to_its_own_nodepool():
+    shared = [p for p in PLANNED.pools if p.sharing.mode in ("mig", "time-slicing")]
+    assert {o["metadata"]["name"] for o in OVERLAYS} == {p.cloud_name for p in shared}
+    for pool in PLANNED.pools:
+        row = ROWS[pool.instance_type]
+        offers = sim.offered(row, node_pool(pool.name), OVERLAYS)
+        for name, count in pool.node_offers:
+            assert offers[name] == count, (pool.name, name)
+    whole = next(p for p in PLANNED.pools if p.sharing.mode == "none" and p.instance_type == "p4de.24xlarge")
+    assert sim.offered(ROWS["p4de.24xlarge"], node_pool(whole.name), OVERLAYS)["nvidia.com/gpu"] == 8
 
 
 def request_pools(names: list[str]) -> list[str]:
@@ -315,6 +347,6 @@ def test_program_resources_match_golden(declared):
 
 
 def test_the_vendored_crds_name_their_release():
-    for name in ("karpenter.sh_nodepools.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml"):
+    for name in ("karpenter.sh_nodepools.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml", "karpenter.sh_nodeoverlays.yaml"):
         head = (Path(__file__).parent / "schemas" / name).read_text(encoding="utf-8").split("group:")[0]
         assert "tag v1.14.1" in head and f"blob/v1.14.1/pkg/apis/crds/{name}" in head

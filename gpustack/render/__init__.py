@@ -34,8 +34,8 @@ GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every clou
 # Apply order of the kinds gpustack emits.
 KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30, "Role": 31,
               "RoleBinding": 32, "NetworkPolicy": 35, "CronJob": 40, "PrometheusRule": 50,
-              # Karpenter: a node class before the NodePools that name it.
-              "EC2NodeClass": 60, "NodePool": 61}
+              # Karpenter: the node class a NodePool names, and what its nodes offer, before the NodePool.
+              "EC2NodeClass": 60, "NodeOverlay": 61, "NodePool": 62}
 
 
 @dataclasses.dataclass(frozen=True)

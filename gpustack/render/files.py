@@ -5,7 +5,7 @@ Layout of an output directory:
     10-namespace-gpu-operator.yaml               <kind order>-<kind>-[<namespace>-]<name>.yaml
     20-configmap-gpu-operator-gpustack-device-plugin-config.yaml
     40-cronjob-research-gpustack-stop-<pool>.yaml
-    60-ec2nodeclass-<pool>.yaml, 61-nodepool-<pool>.yaml   (Karpenter targets: the pools themselves)
+    60-ec2nodeclass-<pool>.yaml, 61-nodeoverlay-<pool>.yaml, 62-nodepool-<pool>.yaml   (Karpenter)
     ...
     helm/gpu-operator-values.yaml                the GPU Operator's values, with its install command
     helm/hami-values.yaml                        HAMi's values (pools with enforced fractions only)

@@ -11,8 +11,12 @@ aws/karpenter-provider-aws v1.14.1 pins in go.mod):
 - pkg/controllers/provisioning/scheduling/nodeclaim.go, the instance-type filter: some instance type
   the requirements allow must have room for the pod's requests. An instance type offers what EC2
   describes (cpu, memory, nvidia.com/gpu as its GPU count), never MIG devices or time-sliced
-  replicas, since no NodeOverlay is written (website/content/en/docs/concepts/nodeoverlays.md of the
-  provider); cpu and memory are what the kubelet leaves, the same model as the plan's.
+  replicas; cpu and memory are what the kubelet leaves, the same model as the plan's;
+- NodeOverlays, when Karpenter runs with the NodeOverlay feature gate (pass them; none = gate off):
+  pkg/controllers/nodeoverlay/controller.go, `getOverlaidOfferings`, matches an overlay's
+  requirements against the instance type's plus `karpenter.sh/nodepool` and the NodePool's template
+  labels; pkg/cloudprovider/types.go, `ApplyCapacityOverlay`, assigns its capacity over the instance
+  type's (keys it names replaced, others added); higher weight first.
 
 Inputs are the rendered NodePool objects and the catalog; never the plan.
 """
@@ -62,13 +66,30 @@ def _taints(node_pool: Mapping[str, Any]) -> list[Taint]:
     return [Taint(t["key"], t.get("value", ""), t["effect"]) for t in node_pool["spec"]["template"]["spec"]["taints"]]
 
 
-def offered(row: InstanceType) -> dict[str, float]:
-    """What Karpenter believes a new node of `row` offers: EC2's GPU count, the kubelet's cpu and memory."""
+def _overlay_applies(overlay: Mapping[str, Any], node_pool: Mapping[str, Any], row: InstanceType) -> bool:
+    labels = {**node_pool["spec"]["template"]["metadata"].get("labels", {}),
+              "karpenter.sh/nodepool": node_pool["metadata"]["name"], "node.kubernetes.io/instance-type": row.name}
+    for req in overlay["spec"]["requirements"]:
+        assert req["operator"] == "In", "the matcher models the operators gpustack writes"
+        if labels.get(req["key"]) not in req["values"]:
+            return False
+    return True
+
+
+def offered(row: InstanceType, node_pool: Mapping[str, Any] | None = None,
+            overlays: Sequence[Mapping[str, Any]] = ()) -> dict[str, float]:
+    """What Karpenter believes a new node of `row` launched for `node_pool` offers: EC2's GPU count, the
+    kubelet's cpu and memory, and what the overlays that apply assign."""
     cpu, memory = kubelet_allocatable(row.vcpus, row.memory_gib, CLOUDS.get("aws").kubelet_reservation, row.name)
-    return {"cpu": cpu, "memory": memory * GIB, "nvidia.com/gpu": float(row.gpus)}
+    capacity = {"cpu": cpu, "memory": memory * GIB, "nvidia.com/gpu": float(row.gpus)}
+    applying = [o for o in overlays if node_pool is not None and _overlay_applies(o, node_pool, row)]
+    for overlay in sorted(applying, key=lambda o: int(o["spec"].get("weight", 0))):  # the highest weight last
+        capacity.update({name: quantity(value) for name, value in overlay["spec"].get("capacity", {}).items()})
+    return capacity
 
 
-def why_not(pod: Pod, node_pool: Mapping[str, Any], rows: Mapping[str, InstanceType]) -> str | None:
+def why_not(pod: Pod, node_pool: Mapping[str, Any], rows: Mapping[str, InstanceType],
+            overlays: Sequence[Mapping[str, Any]] = ()) -> str | None:
     """None when `node_pool` could launch a node for `pod`, else Karpenter's reason."""
     for taint in _taints(node_pool):
         if not tolerates(pod.tolerations, taint):
@@ -85,18 +106,19 @@ def why_not(pod: Pod, node_pool: Mapping[str, Any], rows: Mapping[str, InstanceT
     types = allowed.get("node.kubernetes.io/instance-type")
     candidates = [rows[name] for name in sorted(types or ()) if name in rows]
     for row in candidates:
-        room = offered(row)
+        room = offered(row, node_pool, overlays)
         if all(room.get(name, 0.0) + 1e-9 >= amount for name, amount in pod.requests.items()):
             return None
     asked = ", ".join(f"{name}={amount:g}" for name, amount in sorted(pod.requests.items()))
     return f"no instance type of {sorted(types or ())} has room for {asked}"
 
 
-def launching(pod: Pod, node_pools: Sequence[Mapping[str, Any]], rows: Mapping[str, InstanceType]) -> list[str]:
+def launching(pod: Pod, node_pools: Sequence[Mapping[str, Any]], rows: Mapping[str, InstanceType],
+              overlays: Sequence[Mapping[str, Any]] = ()) -> list[str]:
     """The NodePools that could launch a node for `pod`, in the order Karpenter tries them
     (pkg/utils/nodepool/nodepool.go, `OrderByWeight`: larger weight first; equal weights by name, the
     name later in the alphabet first)."""
-    fit = [p for p in node_pools if why_not(pod, p, rows) is None]
+    fit = [p for p in node_pools if why_not(pod, p, rows, overlays) is None]
     fit.sort(key=lambda p: p["metadata"]["name"], reverse=True)
     fit.sort(key=lambda p: -int(p["spec"].get("weight", 0)))
     return [p["metadata"]["name"] for p in fit]

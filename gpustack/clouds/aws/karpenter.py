@@ -39,6 +39,11 @@ NODECLASS_CRD = f"{_REPO}/pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml"
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_GROUP = "karpenter.k8s.aws"
 NODECLASS_API = f"{NODECLASS_GROUP}/v1"
+# NodeOverlay, alpha: read only with --feature-gates NodeOverlay=true (OVERLAY_DOC). An overlay that
+# requires karpenter.sh/nodepool applies to that NodePool's instance types only: the controller adds the
+# NodePool's name and template labels to each instance type's requirements before matching
+# (kubernetes-sigs/karpenter pkg/controllers/nodeoverlay/controller.go, getOverlaidOfferings).
+OVERLAY_API = "karpenter.sh/v1alpha1"
 
 # Well-known labels Karpenter schedules on (NODEPOOLS_DOC, "spec.template.spec.requirements").
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -134,10 +139,14 @@ class KarpenterPool(CompiledPool):
     instance_store_policy: str | None
     tags: tuple[tuple[str, str], ...]
     reservation_tags: tuple[tuple[str, str], ...]  # () unless a reserved floor
+    # The NodeOverlay: what one node offers once its device plugin runs, where the instance type's own
+    # GPU count is not it (time-slicing, MIG); () = no overlay.
+    overlay_capacity: tuple[tuple[str, str], ...]
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out.update(labels=dict(self.labels), limits=dict(self.limits), tags=dict(self.tags),
+                   overlay_capacity=dict(self.overlay_capacity),
                    security_group_tags=dict(self.security_group_tags), reservation_tags=dict(self.reservation_tags))
         return out
 
@@ -161,6 +170,15 @@ def _disruption(pool: Pool) -> tuple[str, str, tuple[Budget, ...]]:
 
 def _quantity_gib(gib: float) -> str:
     return f"{gib:g}Gi" if float(gib).is_integer() else f"{int(gib * 1024)}Mi"
+
+
+def _overlay_capacity(pool: Pool) -> tuple[tuple[str, str], ...]:
+    """What a node of `pool` offers, when it differs from the instance type's GPUs; an overlay's capacity
+    replaces the keys it names and adds the others (karpenter core pkg/cloudprovider/types.go,
+    ApplyCapacityOverlay: lo.Assign over the instance type's capacity)."""
+    if pool.node_offers == (("nvidia.com/gpu", pool.gpus_per_node),):
+        return ()
+    return tuple((name, str(count)) for name, count in pool.node_offers)
 
 
 def node_role(target: Target) -> str:
@@ -197,22 +215,20 @@ class Karpenter(Provisioner):
 
     def template_gap(self, pool: Pool) -> str | None:
         """Karpenter simulates a new node from the instance type's EC2 description: nvidia.com/gpu as many
-        as the instance has GPUs, never time-sliced replicas or MIG devices, unless a NodeOverlay says
-        otherwise (karpenter.sh/v1alpha1, feature gate NodeOverlay=true, alpha since v1.7: OVERLAY_DOC),
-        which gpustack does not write yet."""
-        shape_only = (("nvidia.com/gpu", pool.gpus_per_node),)
-        if pool.node_offers == shape_only:
+        as the instance has GPUs, never time-sliced replicas or MIG devices. The pool's NodeOverlay tells
+        it what a node offers, but only with the alpha feature gate NodeOverlay=true (OVERLAY_DOC), which
+        is off by default and which gpustack cannot see: the plan warns."""
+        if not _overlay_capacity(pool):
             return None
         offers = ", ".join(f"{name}: {count}" for name, count in pool.node_offers)
         if any(name.startswith("nvidia.com/mig-") for name, _ in pool.node_offers):
-            effect = ("pods asking for a MIG device never launch a node (no instance type offers one); they run "
-                      "only on nodes already there")
+            effect = "pods asking for a MIG device never launch a node (no instance type offers one)"
         else:
-            effect = ("pending time-sliced pods launch a node per GPU they ask for (up to the NodePool's limits); "
-                      "consolidation removes the surplus once the nodes report their replicas")
-        return (f"Karpenter sees nvidia.com/gpu: {pool.gpus_per_node} on a new {pool.instance_type}, not what a "
-                f"node offers ({offers}): gpustack writes no NodeOverlay (alpha, feature gate NodeOverlay=true: "
-                f"{OVERLAY_DOC}) to tell it more; {effect}")
+            effect = ("pending time-sliced pods launch a node per GPU they ask for (up to the NodePool's limits), "
+                      "and consolidation removes the surplus once the nodes report their replicas")
+        return (f"Karpenter sees nvidia.com/gpu: {pool.gpus_per_node} on a new {pool.instance_type}, not what a node "
+                f"offers ({offers}), unless it runs with --feature-gates NodeOverlay=true (alpha since v1.7, off by "
+                f"default: {OVERLAY_DOC}), which reads the pool's NodeOverlay; without the gate {effect}")
 
     def compile(self, pool: Pool, target: Target) -> KarpenterPool:
         nodes = pool.max_nodes
@@ -248,6 +264,7 @@ class Karpenter(Provisioner):
             instance_store_policy="RAID0" if facts.local_storage_strategy(pool.instance_type) else None,
             tags=tuple(sorted(pool.attribution.items())),
             reservation_tags=((RESERVATION_TAG, pool.cloud_name),) if pool.reserved_nodes else (),
+            overlay_capacity=_overlay_capacity(pool),
         )
 
     def check_pool(self, pool: Pool) -> list[str]:
@@ -305,8 +322,9 @@ class Karpenter(Provisioner):
 PROVISIONER = Karpenter
 
 
-def node_objects(pool: Pool, labels: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The pool's EC2NodeClass and NodePool as data, `labels` on both objects' metadata."""
+def node_objects(pool: Pool, labels: Mapping[str, str]) -> tuple[dict[str, Any], ...]:
+    """The pool's EC2NodeClass, NodeOverlay (where a node offers more than its GPUs) and NodePool as
+    data, in apply order, `labels` on every object's metadata."""
     c = pool.compiled
     assert isinstance(c, KarpenterPool)
     ebs: dict[str, Any] = {"deleteOnTermination": True, "encrypted": True, "volumeSize": c.root_volume_size,
@@ -341,4 +359,10 @@ def node_objects(pool: Pool, labels: Mapping[str, str]) -> tuple[dict[str, Any],
                  "metadata": {"name": c.name, "labels": dict(labels)},
                  "spec": {"template": {"metadata": {"labels": dict(c.labels)}, "spec": template_spec},
                           "disruption": disruption, "limits": dict(c.limits), "weight": c.weight}}
-    return node_class, node_pool
+    if not c.overlay_capacity:
+        return node_class, node_pool
+    overlay = {"apiVersion": OVERLAY_API, "kind": "NodeOverlay", "metadata": {"name": c.name, "labels": dict(labels)},
+               "spec": {"requirements": [{"key": NODEPOOL_LABEL, "operator": "In", "values": [c.name]},
+                                         {"key": INSTANCE_TYPE, "operator": "In", "values": [pool.instance_type]}],
+                        "capacity": dict(c.overlay_capacity)}}
+    return node_class, overlay, node_pool

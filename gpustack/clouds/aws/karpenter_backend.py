@@ -52,16 +52,21 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
             outputs["capacity_reservation_id"] = reservation.id
             waits.append(reservation)
         in_cluster = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=provider))
-        node_class, node_pool = node_objects(pool, object_labels(plan, target, pool))
-        declared_class = _custom(f"{pool.name}-node-class", node_class,
-                                 pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=waits)))
-        declared_pool = _custom(f"{pool.name}-node-pool", node_pool,
-                                pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(
-                                    depends_on=[declared_class])))
+        declared: dict[str, k8s.apiextensions.CustomResource] = {}
+        waits_for: list[pulumi.Resource] = waits
+        for obj in node_objects(pool, object_labels(plan, target, pool)):  # each after the one before
+            declared[obj["kind"]] = _custom(f"{pool.name}-{_SUFFIX[obj['kind']]}", obj, pulumi.ResourceOptions.merge(
+                in_cluster, pulumi.ResourceOptions(depends_on=waits_for)))
+            waits_for = [declared[obj["kind"]]]
+        declared_pool = declared["NodePool"]
         outputs[POOL_ID] = declared_pool.id
         return outputs
 
     return {pool.name: GpuNodePool(target.cloud, pool, build, context) for pool in target.pools}
+
+
+# The Pulumi name of each object: `<pool>-<suffix>`.
+_SUFFIX = {"EC2NodeClass": "node-class", "NodePool": "node-pool", "NodeOverlay": "node-overlay"}
 
 
 def _custom(name: str, obj: dict[str, Any], opts: pulumi.ResourceOptions) -> k8s.apiextensions.CustomResource:
