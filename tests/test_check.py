@@ -29,6 +29,11 @@ def check(capsys, *args):
     return code, out.out, out.err
 
 
+def flat(text: str) -> str:
+    """The table's text with its line wrapping undone."""
+    return " ".join(text.split())
+
+
 def besides_price_age(err: str) -> str:
     """stderr without the warning that the bundled prices are old, which depends on the day the test runs."""
     return "".join(line for line in err.splitlines(keepends=True) if ": prices as of " not in line)
@@ -50,9 +55,10 @@ def test_spot_training_without_checkpointing_is_a_valid_spec_that_check_rejects(
     assert code == 1
     assert "fails: 1 mandatory violation" in out
     assert "MANDATORY  spot-gpu-pool-checkpointing  train-" in out
-    assert "whose workloads do not checkpoint" in out
+    assert "whose workloads do not checkpoint" in flat(out)
     assert "Fix: run it on on-demand capacity: remove `capacity: spot` from workload ranker, or set " \
-           "`checkpointing: true` on workload ranker once its workloads save checkpoints." in out
+           "`checkpointing: true` on workload ranker once its workloads save checkpoints." in flat(out)
+    assert max(len(line) for line in out.splitlines()) <= 120
 
 
 @pytest.mark.parametrize("workloads, rule, words", [
@@ -131,13 +137,14 @@ def test_replacing_changes_against_a_baseline_are_advisory(tmp_path, capsys):
     code, out, _ = check(capsys, str(moved), "--baseline", old)
     assert code == 0 and "aws-t: passes, 1 advisory" in out
     assert "ADVISORY   node-pool-replacement  train-h100-spot-p5-48xlarge" in out
-    assert "this change replaces a node pool, draining its nodes: in place:" in out
-    assert "settings.subnet_ids: subnet-0a1b -> subnet-0c2d (subnet_ids is ForceNew" in out
+    assert "this change replaces a node pool, draining its nodes: in place:" in flat(out)
+    assert "settings.subnet_ids: subnet-0a1b -> subnet-0c2d (subnet_ids is ForceNew" in flat(out)
     # No checkpointing any more: the pool moves from spot to on-demand, a new pool takes over.
     unsafe = write(tmp_path, [{**CHECKPOINTED, "checkpointing": False}], name="unsafe.yaml")
     code, out, _ = check(capsys, unsafe, "--baseline", old)
     assert "node-pool-replacement  train-h100-ondemand-p5-48xlarge" in out
-    assert "node pool train-h100-spot-p5-48xlarge gives way to it" in out and "capacity: spot -> on-demand" in out
+    assert "node pool train-h100-spot-p5-48xlarge gives way to it" in flat(out)
+    assert "capacity: spot -> on-demand" in flat(out)
     assert "node-pool-replacement" not in check(capsys, str(moved))[1]  # no baseline, nothing to compare
     config = tmp_path / "policy-config.json"
     config.write_text(json.dumps({"node-pool-replacement": "mandatory"}))

@@ -62,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _table(targets: list[str], violations: list) -> str:  # type: ignore[type-arg]
+    import textwrap
+
+    from gpustack.output.table import WIDTH
+
     lines = []
     for target in targets:
         mine = [v for v in violations if v.target == target]
@@ -73,6 +77,8 @@ def _table(targets: list[str], violations: list) -> str:  # type: ignore[type-ar
         lines.append(f"{target}: {verdict}" + (f", {advisory} advisory" if advisory else ""))
         for v in mine:
             lines.append(f"  {v.level.upper():9}  {v.rule}  {v.pool or '(whole target)'}")
-            lines.append(f"             {v.message}.")
-            lines.append(f"             Fix: {v.fix}.")
+            # Wrapped to the plan table's width; words longer than a line (URLs) stay whole.
+            for text in (f"{v.message}.", f"Fix: {v.fix}."):
+                lines.append(textwrap.fill(text, WIDTH, initial_indent=" " * 13, subsequent_indent=" " * 13,
+                                           break_long_words=False, break_on_hyphens=False))
     return "\n".join(lines) + "\n"
