@@ -68,3 +68,22 @@ def test_a_provisioner_gap_is_a_plan_note(monkeypatch):
     [pool] = build_plan(load_text(spec_text([notebook]))).targets[0].pools
     assert "no timetable here." in pool.notes
     assert pool.compiled.schedules == ()  # the backend then declares no scheduled action
+
+
+def test_what_a_node_leaves_for_pods_is_the_provisioners_node_image():
+    """Kubelet reservations belong to the node image a provisioner launches: EKS's managed node groups
+    keep EKS's formula (14.34 GiB of a g4dn.xlarge for pods); a provisioner with an image that applies
+    the tiered formula leaves 12.30 GiB, so a 13 GiB replica fits one and not the other."""
+    from gpustack.catalog import load_catalog
+    from gpustack.clouds.kubelet import TIERED
+    from gpustack.plan.asks import Ask
+    from gpustack.plan.choices import slots_per_node
+
+    aws = CLOUDS.get("aws")
+    managed = aws.provisioner()
+    other_image = type("OtherImage", (type(managed),), {"kubelet_reservation": TIERED})(aws)
+    row = next(r for r in load_catalog().instances if r.cloud == "aws" and r.name == "g4dn.xlarge")
+    ask = Ask("none", 1, 1, None, 1.0, 1.0, 0.0, 13.0)
+    assert round(managed.template_node(row).memory_gib, 2) == 14.34
+    assert round(other_image.template_node(row).memory_gib, 2) == 12.30
+    assert (slots_per_node(row, ask, managed), slots_per_node(row, ask, other_image)) == (1, 0)

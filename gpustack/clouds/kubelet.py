@@ -2,9 +2,10 @@
 
 A node pool's image sets the kubelet's kube-reserved and eviction threshold; pods get the rest
 (Allocatable). Each cloud's default node image has its own formula, and a cloud declares it as
-`Cloud.kubelet_reservation` (its default provisioner's image; a provisioner with another image will
-carry its own). `TIERED` is the tiered formula of GKE's published node sizing, the most conservative
-of the documented ones on large nodes, used where a cloud publishes none:
+`Cloud.kubelet_reservation`; planning reads it through `Provisioner.kubelet_reservation`, which a
+provisioner launching another image overrides with that image's formula. `TIERED` is the tiered
+formula of GKE's published node sizing, the most conservative of the documented ones on large
+nodes, used where a cloud publishes none:
 https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes#memory_and_cpu_reservations
 """
 

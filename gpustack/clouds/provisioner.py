@@ -35,6 +35,7 @@ from gpustack.clouds.base import FallbackMechanism, Feature
 if TYPE_CHECKING:
     from gpustack.catalog import InstanceType
     from gpustack.clouds.base import Cloud
+    from gpustack.clouds.kubelet import KubeletReservation
     from gpustack.plan.model import CompiledPool, Pool
     from gpustack.spec.model import Target
 
@@ -90,12 +91,19 @@ class Provisioner:
             return gap
         return self.cloud.capacity_refusal(row, capacity)
 
+    @property
+    def kubelet_reservation(self) -> KubeletReservation:
+        """What the kubelet of this provisioner's node image keeps of a node (default: the cloud's
+        default node image, `Cloud.kubelet_reservation`); a provisioner launching another image
+        overrides it with that image's formula and its source."""
+        return self.cloud.kubelet_reservation
+
     def template_node(self, row: InstanceType) -> NodeTemplate:
-        """The autoscaler's view of a node of this instance type: what pods may use (default: what the
-        kubelet of the cloud's node image leaves, `Cloud.kubelet_reservation`)."""
+        """The autoscaler's view of a node of this instance type: what pods may use (what the kubelet
+        of this provisioner's node image leaves)."""
         from gpustack.plan.nodes import allocatable
 
-        cpu, memory = allocatable(row.vcpus, row.memory_gib, self.cloud.kubelet_reservation, row.name)
+        cpu, memory = allocatable(row.vcpus, row.memory_gib, self.kubelet_reservation, row.name)
         return NodeTemplate(cpu, memory, row.gpus)
 
     def template_gap(self, pool: Pool) -> str | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 
 from gpustack.catalog import GpuModel, InstanceType
-from gpustack.clouds import Cloud
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.asks import Ask
 from gpustack.plan.nodes import allocatable
@@ -95,8 +94,9 @@ def _as_asked(capacity: str, replicas: int) -> Part:
                 f"capacity: {capacity} in the spec")
 
 
-def slots_per_node(row: InstanceType, ask: Ask, cloud: Cloud) -> int:
-    """How many replicas of `ask` one node of `row` holds in every dimension: GPU, CPU, memory."""
+def slots_per_node(row: InstanceType, ask: Ask, provisioner: Provisioner) -> int:
+    """How many replicas of `ask` one node of `row` holds in every dimension: GPU, CPU, memory (what the
+    kubelet of the provisioner's node image leaves)."""
     if ask.mode == "mig":
         assert ask.profile is not None
         slots = row.gpus * ask.profile.shape.max_count
@@ -106,7 +106,7 @@ def slots_per_node(row: InstanceType, ask: Ask, cloud: Cloud) -> int:
         slots = row.gpus * (100 // ask.percent)
     else:
         slots = row.gpus // ask.gpus
-    cpu, memory = allocatable(row.vcpus, row.memory_gib, cloud.kubelet_reservation, row.name)
+    cpu, memory = allocatable(row.vcpus, row.memory_gib, provisioner.kubelet_reservation, row.name)
     if ask.cpu:
         slots = min(slots, int((cpu + 1e-9) // ask.cpu))
     if ask.memory_gib:
@@ -129,13 +129,15 @@ class Choice:
     refusal: str | None = None  # why nothing could be chosen, when row is None
 
 
-def fitting_rows(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, cloud: Cloud) -> list[tuple[InstanceType, int]]:
-    return [(row, slots) for row in rows if row.gpu == gpu.name and (slots := slots_per_node(row, ask, cloud)) > 0]
+def fitting_rows(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask,
+                 provisioner: Provisioner) -> list[tuple[InstanceType, int]]:
+    return [(row, slots) for row in rows
+            if row.gpu == gpu.name and (slots := slots_per_node(row, ask, provisioner)) > 0]
 
 
 def accepted_capacities(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, provisioner: Provisioner) -> list[str]:
     """The capacities on which the provisioner gets at least one type that fits: what would work."""
-    fitting = fitting_rows(rows, gpu, ask, provisioner.cloud)
+    fitting = fitting_rows(rows, gpu, ask, provisioner)
     return [c for c in CAPACITIES if any(provisioner.capacity_refusal(row, c) is None for row, _ in fitting)]
 
 
@@ -150,7 +152,7 @@ def choose_instance(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, rep
     and the cloud's refusals); when it refuses
     every fitting type, the ask falls back to FALLBACK_CAPACITY if `may_fall_back`. None: nothing fits.
     """
-    fitting = fitting_rows(rows, gpu, ask, provisioner.cloud)
+    fitting = fitting_rows(rows, gpu, ask, provisioner)
     if not fitting:
         return None
     reason = None

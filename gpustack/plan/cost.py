@@ -22,7 +22,6 @@ import dataclasses
 import functools
 
 from gpustack.catalog import Catalog, InstanceType, dates_of
-from gpustack.clouds import Cloud
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.attribution import Moves, shapley, to_cents
 from gpustack.plan.commitments import recommendations
@@ -54,8 +53,8 @@ def baseline_gpus(workload: Workload) -> int:
     return workload.replicas.max * whole_gpus(workload)
 
 
-def _replicas_per_node(row: InstanceType, workload: Workload, cloud: Cloud) -> int:
-    cpu, memory = allocatable(row.vcpus, row.memory_gib, cloud.kubelet_reservation, row.name)
+def _replicas_per_node(row: InstanceType, workload: Workload, provisioner: Provisioner) -> int:
+    cpu, memory = allocatable(row.vcpus, row.memory_gib, provisioner.kubelet_reservation, row.name)
     slots = row.gpus // whole_gpus(workload)
     if workload.cpu:
         slots = min(slots, int((cpu + 1e-9) // workload.cpu))
@@ -67,7 +66,7 @@ def _replicas_per_node(row: InstanceType, workload: Workload, cloud: Cloud) -> i
 def replica_rate(workload: Workload, rows: tuple[InstanceType, ...], prices: PriceBook,
                  provisioner: Provisioner) -> ReplicaRate:
     fitting = [(r, k) for r in rows if r.gpu == workload.gpu
-               and (k := _replicas_per_node(r, workload, provisioner.cloud)) > 0]
+               and (k := _replicas_per_node(r, workload, provisioner)) > 0]
     if not fitting:  # no type holds it whole (the planner reports that): price the GPUs alone
         fitting = [(r, max(1, r.gpus // whole_gpus(workload))) for r in rows if r.gpu == workload.gpu]
 

@@ -1,7 +1,7 @@
 """What a node offers to pods once the kubelet and system daemons have taken their share.
 
 Pods cannot use a node's full CPU and memory. The node keeps what its image's kubelet reservation
-formula says (`Cloud.kubelet_reservation`, data with its source in the cloud's bundle; the tiered
+formula says (`Provisioner.kubelet_reservation`, by default the cloud's, data with its source in the cloud's bundle; the tiered
 formula where a cloud publishes none), so a replica that asks for a node's exact vCPU count is not
 planned onto a node where it could never schedule.
 """

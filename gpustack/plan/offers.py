@@ -109,10 +109,11 @@ def _pod_gpu_resource(pool: Pool, profile: str | None, gpus: int) -> tuple[str, 
     return GPU_RESOURCE, 1
 
 
-def node_allocatable(pool: Pool, cloud: Cloud) -> tuple[tuple[str, str], ...]:
-    """The kubelet's allocatable cpu and memory of one node, rounded down (millicores, MiB)."""
-    cpu, memory = kubelet_allocatable(pool.vcpus_per_node, pool.memory_gib_per_node, cloud.kubelet_reservation,
-                                      pool.instance_type)
+def node_allocatable(pool: Pool, provisioner: Provisioner) -> tuple[tuple[str, str], ...]:
+    """The kubelet's allocatable cpu and memory of one node of the provisioner's node image, rounded
+    down (millicores, MiB)."""
+    cpu, memory = kubelet_allocatable(pool.vcpus_per_node, pool.memory_gib_per_node,
+                                      provisioner.kubelet_reservation, pool.instance_type)
     return (("cpu", f"{math.floor(cpu * 1000)}m"), ("memory", f"{math.floor(memory * 1024)}Mi"))
 
 
@@ -201,7 +202,7 @@ def annotate(pools: Sequence[Pool], provisioner: Provisioner
         if gpu_label and any(name == GPU_RESOURCE for name, _ in offers):
             autoscaler_labels = (gpu_label,)
         pool = dataclasses.replace(pool, labels=tuple(sorted(labels.items())), node_offers=offers,
-                                   node_allocatable=node_allocatable(pool, cloud),
+                                   node_allocatable=node_allocatable(pool, provisioner),
                                    mig_strategy=strategy if pool.sharing.mode == "mig" else None,
                                    autoscaler_labels=autoscaler_labels, upgrade=floor_upgrade(pool, cloud))
         gap = provisioner.template_gap(pool)

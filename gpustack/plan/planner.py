@@ -229,7 +229,7 @@ class _TargetPlanner:
         offered = tuple(r for r in self.rows if r.name == pinned) if pinned else self.rows
         works = accepted_capacities(offered, gpu, ask, self.provisioner)
         if pinned:
-            fitting = fitting_rows(self.rows, gpu, ask, self.cloud)
+            fitting = fitting_rows(self.rows, gpu, ask, self.provisioner)
             types = sorted(r.name for r, _ in fitting if self.provisioner.capacity_refusal(r, capacity) is None)
             field_path = ("workloads", workload.index, "instance_types",
                           pinned_key(self.spec.source, workload.index, self.target.cloud))
@@ -308,7 +308,7 @@ class _TargetPlanner:
             except (ValueError, DoesNotFit):
                 return None
 
-        return pool_types.one_type_per_pool(demands, self.rows, self.cloud, self.prices, cost_of,
+        return pool_types.one_type_per_pool(demands, self.rows, self.provisioner, self.prices, cost_of,
                                             self.spec.type_change_saving, self.deployed, fixed)
 
     def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:

@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable
 
 from gpustack.catalog import InstanceType
-from gpustack.clouds import Cloud
+from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.choices import slots_per_node
 from gpustack.plan.pools import Demand, PoolKey
 from gpustack.plan.prices import PriceBook
@@ -42,7 +42,7 @@ class Retyped:
     notes: dict[str, str]  # plan pool name -> what the type decision was, when there was one to make
 
 
-def one_type_per_pool(demands: dict[PoolKey, list[Demand]], rows: Iterable[InstanceType], cloud: Cloud,
+def one_type_per_pool(demands: dict[PoolKey, list[Demand]], rows: Iterable[InstanceType], provisioner: Provisioner,
                       prices: PriceBook, cost_of: CostOf, threshold: float, current_names: Collection[str],
                       fixed: Callable[[PoolKey, list[Demand]], bool]) -> Retyped:
     """`demands` regrouped so that each movable group sits on one type where that saves enough."""
@@ -57,7 +57,7 @@ def one_type_per_pool(demands: dict[PoolKey, list[Demand]], rows: Iterable[Insta
     notes: dict[str, str] = {}
     for base in sorted(groups, key=lambda k: k.readable()):
         keys = sorted(groups[base], key=lambda k: k.instance)
-        moved, note = _decide(base, keys, demands, rows, cloud, prices, cost_of, threshold, current_names)
+        moved, note = _decide(base, keys, demands, rows, provisioner, prices, cost_of, threshold, current_names)
         for key, found in moved.items():
             out.setdefault(key, []).extend(found)
             if note:
@@ -66,12 +66,12 @@ def one_type_per_pool(demands: dict[PoolKey, list[Demand]], rows: Iterable[Insta
 
 
 def _decide(base: PoolKey, keys: list[PoolKey], demands: dict[PoolKey, list[Demand]],
-            rows: tuple[InstanceType, ...], cloud: Cloud, prices: PriceBook, cost_of: CostOf, threshold: float,
+            rows: tuple[InstanceType, ...], provisioner: Provisioner, prices: PriceBook, cost_of: CostOf, threshold: float,
             current_names: Collection[str]) -> tuple[dict[PoolKey, list[Demand]], str]:
     together = [d for k in keys for d in demands[k]]
     gpu = together[0].row.gpu
-    fitting = [row for row in rows if row.gpu == gpu and cloud.capacity_refusal(row, base.capacity) is None
-               and all(slots_per_node(row, d.ask, cloud) > 0 for d in together)]
+    fitting = [row for row in rows if row.gpu == gpu and provisioner.capacity_refusal(row, base.capacity) is None
+               and all(slots_per_node(row, d.ask, provisioner) > 0 for d in together)]
 
     def on(row: InstanceType) -> tuple[PoolKey, list[Demand]]:
         return dataclasses.replace(base, instance=row.name), [dataclasses.replace(d, row=row) for d in together]
@@ -90,7 +90,7 @@ def _decide(base: PoolKey, keys: list[PoolKey], demands: dict[PoolKey, list[Dema
     keep_cost = sum(c for c in keep_costs if c is not None)
 
     def estimate(row: InstanceType) -> tuple[float, str]:
-        nodes = math.ceil(sum(d.part.replicas / slots_per_node(row, d.ask, cloud) for d in together) - 1e-9)
+        nodes = math.ceil(sum(d.part.replicas / slots_per_node(row, d.ask, provisioner) for d in together) - 1e-9)
         return nodes * prices.for_capacity(row, base.capacity).usd_per_node_hour, row.name
 
     priced = []
