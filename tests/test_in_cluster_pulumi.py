@@ -47,6 +47,9 @@ def test_pulumi_declares_the_rendered_objects(target):
     [provider] = [r for r in resources if r.type == "pulumi:providers:kubernetes"]
     assert provider.inputs["kubeconfig"] == {rpc._special_sig_key: rpc._special_secret_sig,
                                              "value": KUBECONFIG["gpustack:kubeconfig"]}
+    # An object the cluster already has (its own priority-expander ConfigMap) is refused, not replaced.
+    assert provider.inputs["upsertExistingObjects"] in (False, "false")
+    assert provider.inputs["enablePatchForce"] in (False, "false")
     if rendered.operator is None:
         assert releases == []
         return

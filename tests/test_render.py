@@ -305,3 +305,14 @@ def test_every_value_gpustack_sets_is_a_key_of_the_pinned_chart_with_the_same_sh
     # default is repeated, so it is the chart's.
     nfd_default = _chart_default(chart, "node-feature-discovery.worker.tolerations")
     assert isinstance(nfd_default, list) and all(t in nfd_default for t in _CONTROL_PLANE_TOLERATIONS)
+
+
+def test_the_priority_expander_file_says_it_replaces_the_clusters_own_and_how_to_merge():
+    files = render_files(in_cluster(EXAMPLE_PLAN, EXAMPLE_PLAN.target("aws-prod")))
+    [name] = [n for n in files if "cluster-autoscaler-priority-expander" in n]
+    text = files[name]
+    assert "One per cluster" in text and "kubectl get configmap cluster-autoscaler-priority-expander -n kube-system" in text
+    assert "`kubectl create -f` refuses to replace an existing one" in text
+    assert yaml.safe_load(text)["data"]["priorities"]  # the comment is a comment
+    others = [t for n, t in files.items() if n != name and n.endswith(".yaml")]
+    assert others and not any("One per cluster" in t for t in others)

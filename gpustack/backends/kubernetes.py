@@ -46,8 +46,16 @@ def resource_name(obj: dict[str, Any]) -> str:
 
 
 def provider(kubeconfig: pulumi.Input[str]) -> k8s.Provider:
-    """The Kubernetes provider every in-cluster object is declared with."""
-    return k8s.Provider(PROVIDER_NAME, kubeconfig=kubeconfig)
+    """The Kubernetes provider every in-cluster object is declared with.
+
+    An object the cluster already has is refused (AlreadyExists), never adopted and overwritten, and
+    a field another manager owns is a conflict, never forced: above all the Cluster Autoscaler's
+    priority-expander ConfigMap, one per cluster, whose existing entries gpustack must not replace
+    (pulumi-kubernetes 4.29 creates client-side and added `upsertExistingObjects`, default false;
+    https://github.com/pulumi/pulumi-kubernetes/releases/tag/v4.29.0). Both are set here so a
+    provider default changing back cannot change that."""
+    return k8s.Provider(PROVIDER_NAME, kubeconfig=kubeconfig, upsert_existing_objects=False,
+                        enable_patch_force=False)
 
 
 def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
