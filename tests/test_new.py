@@ -379,3 +379,22 @@ def test_the_previews_doc_says_what_requirements_txt_holds(tmp_path):
     assert written.startswith("gpustack[aws] @ ") and "`gpustack[<clouds>]`" in row
     assert f"(`{urlsplit(written.split(' @ ')[1].removeprefix('git+')).hostname}`)" in row
     assert "==<this version>" not in row and "installed from" in row
+
+
+def test_force_never_follows_a_symlinked_folder_out_of_the_directory(tmp_path, capsys):
+    directory, outside = tmp_path / "project", tmp_path / "elsewhere"
+    assert main(["new", str(directory), "--cloud", "aws"]) == 0
+    capsys.readouterr()
+    outside.mkdir()
+    (outside / "keep.txt").write_text("theirs")
+    import shutil
+
+    shutil.rmtree(directory / ".github")
+    (directory / ".github").symlink_to(outside, target_is_directory=True)
+    before = {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
+    assert main(["new", str(directory), "--cloud", "gcp", "--force"]) == 2
+    err = capsys.readouterr().err
+    assert f"{directory / '.github'}: is a symbolic link" in err and "will not follow it" in err
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]  # nothing written out of the directory
+    assert {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "project"]

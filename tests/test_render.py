@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from conftest import EXAMPLE, GOLDEN, assert_golden, spec_text
+from conftest import EXAMPLE, GOLDEN, ROOT, assert_golden, spec_text
 from gpustack.cli import main
 from gpustack.plan import build_plan
 from gpustack.render import KUBERNETES_VERSION, in_cluster
@@ -316,3 +316,60 @@ def test_the_priority_expander_file_says_it_replaces_the_clusters_own_and_how_to
     assert yaml.safe_load(text)["data"]["priorities"]  # the comment is a comment
     others = [t for n, t in files.items() if n != name and n.endswith(".yaml")]
     assert others and not any("One per cluster" in t for t in others)
+
+
+def test_leftovers_of_a_killed_render_are_cleaned_and_a_stranded_output_put_back(tmp_path):
+    from gpustack.render.files import MARKER, recover_leftovers
+
+    out = tmp_path / "out"
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod", "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    # Killed between the two renames: the output only under .old, a half-written .new beside it.
+    (out).rename(tmp_path / ".out.abcd1234.old")
+    (tmp_path / ".out.zz99yy88.new").mkdir()
+    (tmp_path / ".out.zz99yy88.new" / "10-namespace-x.yaml").write_text("half")
+    (tmp_path / ".other.abcd1234.old").mkdir()  # not this output's: left alone
+    recover_leftovers(out)
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before and (out / MARKER).is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.abcd1234.old", "out"]
+    # The next render cleans what a run killed after the swap left too.
+    (tmp_path / ".out.qqqq1111.old").mkdir()
+    assert main(["render", str(EXAMPLE), "--target", "gcp-prod", "--out", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.abcd1234.old", "out"]
+
+
+def test_a_render_killed_between_the_renames_loses_no_output(tmp_path):
+    """A real kill (no exception handler runs) in the two-rename fallback: the next run recovers."""
+    out = tmp_path / "out"
+    assert main(["render", str(EXAMPLE), "--target", "aws-prod", "--out", str(out)]) == 0
+    code = (
+        "import os, sys\n"
+        "from gpustack.render import files\n"
+        "files._exchange = lambda a, b: False\n"
+        "real = os.rename\n"
+        "calls = []\n"
+        "def rename(a, b):\n"
+        "    calls.append(a)\n"
+        "    real(a, b)\n"
+        "    if len(calls) == 1: os._exit(9)\n"
+        "os.rename = rename\n"
+        "from gpustack.cli import main\n"
+        f"main(['render', {str(EXAMPLE)!r}, '--target', 'gcp-prod', '--out', {str(out)!r}])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 9, result.stderr
+    assert not out.exists() and any(p.name.endswith(".old") for p in tmp_path.iterdir())
+    assert main(["render", str(EXAMPLE), "--target", "gcp-prod", "--out", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert "gcp-prod" in (out / ".gpustack-render").read_text()
+
+
+def test_a_render_over_an_existing_output_swaps_atomically_where_the_system_can(tmp_path):
+    from gpustack.render import files
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "x").write_text("a"), (b / "x").write_text("b")
+    if not files._exchange(a, b):
+        pytest.skip("no atomic exchange on this system")
+    assert (a / "x").read_text() == "b" and (b / "x").read_text() == "a"

@@ -195,6 +195,16 @@ def _staging_directory(parent: Path, name: str) -> Path:
     raise UsageError(f"{parent}: cannot create a temporary directory there")  # pragma: no cover
 
 
+def _refuse_links(directory: Path, relative: str) -> None:
+    """UsageError when a folder on the way from `directory` to `relative` is a symbolic link."""
+    path = directory
+    for part in Path(relative).parts[:-1]:
+        path = path / part
+        if path.is_symlink():
+            raise UsageError(f"{path}: is a symbolic link; gpustack writes only inside {directory} and will not "
+                             "follow it: remove the link (or choose another directory) and run again")
+
+
 def write_project(directory: Path, files: Mapping[str, str], force: bool) -> str:
     """Write `files` under `directory`; returns how ('created' or 'written')."""
     existing = directory.exists()
@@ -220,7 +230,11 @@ def write_project(directory: Path, files: Mapping[str, str], force: bool) -> str
             os.rename(staging, directory)
             return "created"
         # A directory with other files (a git repository, or anything with --force): each generated
-        # file replaces its old version in one rename; the other files stay as they are.
+        # file replaces its old version in one rename; the other files stay as they are. Nothing is
+        # written through a symbolic link (a `.github` linked elsewhere would take the files out of
+        # the directory): checked for every file before the first is replaced.
+        for relative in files:
+            _refuse_links(directory, relative)
         for relative in files:
             target = directory / relative
             target.parent.mkdir(parents=True, exist_ok=True)

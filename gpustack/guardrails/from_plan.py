@@ -75,7 +75,8 @@ def pool_view(target: TargetPlan, pool: Pool, replacements: tuple[str, ...] = ()
         taints=tuple(Taint(t.key, t.value, t.effect) for t in pool.taints),
         min_nodes=pool.min_nodes, max_nodes=pool.max_nodes,
         checkpointing=None if checkpointing is None else checkpointing == "true",
-        scheduled=pool.schedule is not None, workloads=pool.workloads, cloud_name=pool.cloud_name,
+        # A window open all week never stops the pool: no stop, no auto-stop.
+        scheduled=pool.schedule is not None and bool(pool.schedule.stop_crons), workloads=pool.workloads, cloud_name=pool.cloud_name,
         pool_label=pool.name, replacements=replacements, provisioner=target.provisioner,
         label_conflicts={key: dict(values) for key, values in pool.label_conflicts},
     )

@@ -9,6 +9,7 @@ ask which cloud a pool is on; a field a source cannot know is None, and the rule
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -152,6 +153,11 @@ def stack_budget(views: Sequence[PoolView], options: Mapping[str, Any]) -> Itera
         cap = options.get(key)
         if cap is None or not gpu_pools:
             continue  # off unless configured
+        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not math.isfinite(cap) or cap < 0:
+            # NaN compares false with everything: such a cap would pass every pool, so it fails instead.
+            yield Finding(None, f"the cap {key} is {cap!r}, not a finite number >= 0, so nothing is checked against "
+                                "it", f"give {key} as a finite number >= 0 in the policy config")
+            continue
         known = [v for v in gpu_pools if size(v) is not None]
         total = sum(size(v) or 0.0 for v in known)
         if total > cap:

@@ -17,8 +17,12 @@ renames none. `kubectl apply -f DIR` applies the objects (it does not descend in
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
+import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -142,16 +146,21 @@ def workload_files(target: str, wirings: tuple[WorkloadWiring, ...]) -> dict[str
 def write_tree(out: Path, files: dict[str, str]) -> None:
     """Replace `out` with exactly `files`; an interrupted run leaves the previous output intact.
 
-    The files are written into a temporary directory next to `out`, which then takes its place by
-    rename. A directory that exists, is not empty and was not written by gpustack is refused.
+    The files are written into a temporary directory next to `out`, which then takes its place:
+    in one atomic exchange where the system has one (Linux renameat2), else by two renames. What an
+    earlier run killed halfway left beside `out` (`.<out>.*.new`, `.<out>.*.old`) is cleaned first,
+    and a previous output left only as `.old` is put back. A directory that exists, is not empty and
+    was not written by gpustack is refused.
     """
+    parent = out.absolute().parent
+    if parent.is_dir():
+        recover_leftovers(out.absolute())
     if out.exists() or out.is_symlink():
         if not out.is_dir() or out.is_symlink():
             raise UsageError(f"{out} exists and is not a directory; choose another --out")
         if any(out.iterdir()) and not (out / MARKER).is_file():
             raise UsageError(f"{out} is not empty and was not written by `gpustack render` (no {MARKER} file); "
                              "refusing to replace it: choose another --out")
-    parent = out.absolute().parent
     parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=parent))
     try:
@@ -168,12 +177,52 @@ def write_tree(out: Path, files: dict[str, str]) -> None:
         raise
 
 
+def leftovers(out: Path) -> list[Path]:
+    """The temporary directories of earlier runs for `out` (mkdtemp's names), oldest first."""
+    pattern = re.compile(re.escape(f".{out.name}.") + r"[A-Za-z0-9_]{8}\.(new|old)")
+    found = [p for p in out.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
+    return sorted(found, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def recover_leftovers(out: Path) -> None:
+    """Put back a previous output a killed run left as `.old` (when `out` is gone), drop the rest."""
+    stale = leftovers(out)
+    if not out.exists() and not out.is_symlink():
+        previous = [p for p in stale if p.name.endswith(".old") and (p / MARKER).is_file()]
+        if previous:
+            os.rename(previous[-1], out)
+            stale.remove(previous[-1])
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):  # old kernel or a file system without it
+        return False
+    raise OSError(error, os.strerror(error), str(b))
+
+
 def _swap(staging: Path, out: Path) -> None:
     if not out.exists():
         os.rename(staging, out)
         return
+    if _exchange(staging, out):
+        shutil.rmtree(staging, ignore_errors=True)  # now holds the previous output
+        return
     previous = staging.with_name(staging.name[: -len(".new")] + ".old")
-    os.rename(out, previous)
+    os.rename(out, previous)  # a kill right here leaves `.old`, which the next run puts back
     try:
         os.rename(staging, out)
     except BaseException:

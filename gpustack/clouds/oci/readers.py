@@ -19,6 +19,26 @@ ADDON = "oci:ContainerEngine/addon:Addon"
 _REGISTER_TAINTS = re.compile(r"--register-with-taints[= ]([^\s\"']+)")
 
 
+def without_comments(script: str) -> str:
+    """The script without its shell comments: a `#` that starts a word outside quotes runs to the end
+    of the line (POSIX sh, "Token Recognition"), so a taint written there never reaches the kubelet."""
+    kept = []
+    for line in script.splitlines():
+        quote = ""
+        end = len(line)
+        for i, char in enumerate(line):
+            if quote:
+                if char == quote:
+                    quote = ""
+            elif char in "'\"":
+                quote = char
+            elif char == "#" and (i == 0 or line[i - 1] in " \t;&|("):
+                end = i
+                break
+        kept.append(line[:end])
+    return "\n".join(kept)
+
+
 def _cloud_init_taints(user_data: Any) -> tuple[Taint, ...]:
     """Taints a cloud-init script passes to the kubelet (OKE node pools have no taint field)."""
     if not isinstance(user_data, str):
@@ -27,6 +47,7 @@ def _cloud_init_taints(user_data: Any) -> tuple[Taint, ...]:
         script = base64.b64decode(user_data, validate=True).decode("utf-8", "replace")
     except (binascii.Error, ValueError):
         script = user_data  # not base64: read it as the script itself
+    script = without_comments(script)
     return tuple(t for match in _REGISTER_TAINTS.finditer(script) for t in taint_strings(match.group(1).split(",")))
 
 
