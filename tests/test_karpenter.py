@@ -5,6 +5,7 @@ pending pod of each workload launches only NodePools of its own pools."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -350,3 +351,35 @@ def test_the_vendored_crds_name_their_release():
     for name in ("karpenter.sh_nodepools.yaml", "karpenter.k8s.aws_ec2nodeclasses.yaml", "karpenter.sh_nodeoverlays.yaml"):
         head = (Path(__file__).parent / "schemas" / name).read_text(encoding="utf-8").split("group:")[0]
         assert "tag v1.14.1" in head and f"blob/v1.14.1/pkg/apis/crds/{name}" in head
+
+
+# -- guardrails read the NodePools ------------------------------------------------------------------
+def _views(declared: list[Declared]):  # type: ignore[no-untyped-def]
+    from gpustack.guardrails.resources import pool_view
+    from test_in_cluster_pulumi import plain
+
+    return [v for r in declared if (v := pool_view(r.type, plain(dict(r.inputs)), r.urn, r.name)) is not None]
+
+
+def test_guardrails_read_each_nodepool_as_its_pool(declared):
+    views = {v.cloud_name: v for v in _views(declared)}
+    assert set(views) == {p.cloud_name for p in PLANNED.pools}
+    for pool in PLANNED.pools:
+        view = views[pool.cloud_name]
+        assert view.is_gpu and view.provisioner == "karpenter" and view.kind == pool.kind
+        assert (view.instance_type, view.gpus_per_node, view.max_nodes, view.min_nodes) == (
+            pool.instance_type, pool.gpus_per_node, pool.max_nodes, 0)
+        assert view.capacities == {pool.capacity}
+        assert {(t.key, t.effect) for t in view.taints or ()} == {(t.key, t.effect) for t in pool.taints}
+
+
+def test_guardrails_pass_the_rendered_nodepools_and_flag_a_broken_one(declared):
+    from gpustack.guardrails import evaluate
+    from gpustack.guardrails.config import settings
+
+    config = settings()
+    views = _views(declared)
+    assert [v for v in evaluate({TARGET: views}, config) if v.level == "mandatory"] == []
+    broken = [dataclasses.replace(v, taints=()) if v.kind == "training" else v for v in views]
+    found = {(v.rule, v.pool) for v in evaluate({TARGET: broken}, config)}
+    assert {r for r, _ in found} >= {"gpu-pool-taint"}
