@@ -54,9 +54,10 @@ fmt: $(VENV)/.installed-test
 golden: templates
 	GPUSTACK_UPDATE_GOLDEN=1 GPUSTACK_GOLDEN_PRUNE=1 $(BIN)/python -m pytest -q -m golden
 
-# The shipped `pulumi new` template (templates/pulumi/gpustack) is `gpustack new` for every cloud.
+# The shipped templates rendered from the clouds' registry: the `pulumi new` template
+# (templates/pulumi/gpustack, `gpustack new` for every cloud) and the Backstage template's stacks.
 templates: $(VENV)/.installed-test
-	$(BIN)/python -c 'from pathlib import Path; from gpustack.commands._project import write_pulumi_template; write_pulumi_template(Path("templates/pulumi/gpustack"))'
+	$(BIN)/python -c 'from pathlib import Path; from gpustack.commands._project import write_templates; write_templates(Path("templates"))'
 
 
 # How time and memory grow with the spec (minutes; prints a table).

@@ -16,7 +16,8 @@ from gpustack.clouds.base import BUNDLE_PARTS, COMPUTE_CLASS, PRIORITY_EXPANDER,
 from gpustack.plan import build_plan
 from gpustack.spec import load_text
 
-PACKAGE = Path(__file__).resolve().parent.parent / "gpustack"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "gpustack"
 CLOUD_NAMES = sorted(CLOUDS.names())
 
 
@@ -91,8 +92,37 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 
 def _shared_modules() -> list[Path]:
+    """Every Python module but the bundles': the package (pipeline, backends, render, plan, the Pulumi
+    component and program, guardrails) and the policy pack."""
     bundles = {PACKAGE / "clouds" / name for name in CLOUD_NAMES}
-    return [p for p in sorted(PACKAGE.rglob("*.py")) if not any(b in p.parents for b in bundles)]
+    modules = [*PACKAGE.rglob("*.py"), *(ROOT / "policies").glob("*.py")]
+    return [p for p in sorted(modules) if not any(b in p.parents for b in bundles)]
+
+
+# Template files that may name a cloud, and why.
+TEMPLATES_EXEMPT = {
+    # Rendered from the registry by `make templates` (tests/test_new.py compares): a cloud's stack and
+    # login come from its bundle.
+    "templates/pulumi/gpustack": "rendered",
+    "templates/backstage/template.yaml": "rendered",  # from template.yaml.j2, which is scanned
+    # Third-party GitHub Actions pinned by commit, under their publishers' names; a bundle's
+    # PreviewLogin picks one by key.
+    "templates/project/github/actions.yaml": "pins",
+}
+
+
+def _template_files() -> list[Path]:
+    root = ROOT / "templates"
+    return [p for p in sorted(root.rglob("*")) if p.is_file() and p.suffix not in (".py", ".pyc")
+            and not any(rel == exempt or rel.startswith(f"{exempt}/") for exempt in TEMPLATES_EXEMPT
+                        if (rel := str(p.relative_to(ROOT))))]
+
+
+def _named_in_text(text: str) -> list[tuple[int, str, str]]:
+    """(line, cloud word, line) for every line of a template naming a cloud, comment lines aside."""
+    words = _words()
+    return [(n, match.group(0), line) for n, line in enumerate(text.splitlines(), 1)
+            if not line.lstrip().startswith(("#", "{#")) and (match := words.search(line))]
 
 
 def _named_clouds(source: str) -> list[tuple[int, str, str]]:
@@ -113,8 +143,27 @@ def test_shared_code_holds_no_cloud_name_literal():
     assert not found, "\n".join(found)
 
 
+def test_templates_name_no_cloud():
+    """The project, Backstage and Markdown templates hold no cloud name either: what differs per cloud
+    is passed in from its bundle (e.g. where the auto-stop is in-cluster, the Backstage stacks)."""
+    assert len(_template_files()) > 10 and (ROOT / "templates" / "backstage" / "template.yaml.j2") in _template_files()
+    found = [f"{path.relative_to(ROOT)}:{line}: {word!r} in {text.strip()[:60]!r}"
+             for path in _template_files() for line, word, text in _named_in_text(path.read_text(encoding="utf-8"))]
+    assert not found, "\n".join(found)
+
+
+def test_the_scan_covers_every_stage():
+    scanned = {str(p.relative_to(ROOT)) for p in _shared_modules()}
+    assert {"gpustack/pulumi.py", "gpustack/program.py", "gpustack/backends/base.py", "gpustack/backends/kubernetes.py",
+            "gpustack/render/autoscaling.py", "gpustack/plan/planner.py", "gpustack/clouds/base.py",
+            "policies/__main__.py"} <= scanned
+    assert not any(p.startswith(f"gpustack/clouds/{name}/") for p in scanned for name in CLOUD_NAMES)
+
+
 def test_the_scan_finds_a_planted_name():
     # The scan must be able to fail: a cloud's name in a string is caught, in a docstring it is not.
     first = CLOUDS.get(CLOUD_NAMES[0])
     planted = f'"""Docstrings may name {first.display_name}."""\nX = "{first.name}"\nY = "on {first.display_name}"\n'
     assert [line for line, _, _ in _named_clouds(planted)] == [2, 3]
+    template = f"# {first.display_name} in a comment\nenum: [{first.name}-prod]\non {first.display_name}\n"
+    assert [line for line, _, _ in _named_in_text(template)] == [2, 3]

@@ -257,6 +257,12 @@ def test_backstage_template_runs_pulumi_new():
     assert stacks == [f"{c}-prod" for c in CLOUDS.names()]
 
 
+def test_backstage_template_is_rendered_from_the_registry():
+    """templates/backstage/template.yaml lists a stack per cloud: `make templates` writes it."""
+    on_disk = (ROOT / "templates" / "backstage" / "template.yaml").read_text(encoding="utf-8")
+    assert on_disk == _project.render_backstage_template(), "run `make templates`"
+
+
 class _nothing:
     def __enter__(self) -> None:
         return None

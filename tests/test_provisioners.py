@@ -87,3 +87,24 @@ def test_what_a_node_leaves_for_pods_is_the_provisioners_node_image():
     assert round(managed.template_node(row).memory_gib, 2) == 14.34
     assert round(other_image.template_node(row).memory_gib, 2) == 12.30
     assert (slots_per_node(row, ask, managed), slots_per_node(row, ask, other_image)) == (1, 0)
+
+
+@pytest.mark.parametrize("feature, workload, field", [
+    ("SPOT", {**TRAIN, "capacity": "spot"}, "workloads[0].capacity"),
+    ("FRACTIONAL_SHARING", {"name": "chat", "kind": "inference", "gpu": "A10G", "gpu_fraction": 0.3, "replicas": 2,
+                            "capacity": "on-demand", "sharing": "fractional"}, "workloads[0].sharing"),
+])
+def test_a_feature_the_provisioner_lacks_is_a_located_gap_at_validate_time(monkeypatch, tmp_path, capsys, feature,
+                                                                          workload, field):
+    # The cloud has the feature; its provisioner does not: validate reports the provisioner's gap.
+    from gpustack.cli import main
+    from gpustack.clouds.base import Feature
+
+    provisioner = CLOUDS.get("aws").provisioner()
+    assert CLOUDS.get("aws").supports(Feature[feature])
+    monkeypatch.setattr(type(provisioner), "unsupported", {Feature[feature]: "this provisioner lacks it"})
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(spec_text([workload]))
+    assert main(["validate", str(spec)]) == 2
+    [error, _] = capsys.readouterr().err.splitlines()
+    assert error.startswith(f"error: {spec}:") and field in error and "this provisioner lacks it" in error

@@ -19,7 +19,7 @@ import yaml
 
 from gpustack import __version__
 from gpustack.clouds import CLOUDS
-from gpustack.clouds.base import ExampleTarget
+from gpustack.clouds.base import ExampleTarget, Feature
 from gpustack.errors import UsageError
 from gpustack.output.jinja import GENERATED_BY, render, template_root
 
@@ -128,6 +128,9 @@ def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = Fal
         "comment_limit": COMMENT_LIMIT,
         "stacks_js": ", ".join(f'"{t["name"]}"' for t in targets),
         "logins": logins,
+        # Where the auto-stop is the in-cluster CronJobs: the default provisioner has no native schedule.
+        "in_cluster_autostop": in_words([CLOUDS.get(c).display_name for c in chosen
+                                         if CLOUDS.get(c).provisioner().gap(Feature.NATIVE_SCHEDULE)]),
         "login_env": [(key, value) for login in logins for key, value in login["env"]],
     }
     files = {path: render(f"project/{template}", **context) for path, template in FILES.items()}
@@ -135,6 +138,11 @@ def render_project(name: str, clouds: Iterable[str], pulumi_template: bool = Fal
         files[f"stacks/Pulumi.{t['name']}.yaml"] = render(f"project/{STACK_TEMPLATE}", header=header,
                                                           target=t["name"], provider_config=t["provider_config"])
     return dict(sorted(files.items()))
+
+
+def in_words(items: list[str]) -> str:
+    """'A, B and C'."""
+    return " and ".join(filter(None, [", ".join(items[:-1]), *items[-1:]]))
 
 
 def with_extras(requirement: str, extras: str) -> str:
@@ -149,6 +157,24 @@ def render_pulumi_template() -> dict[str, str]:
     """The project as a `pulumi new` template (templates/pulumi/gpustack/): every cloud, and a
     Pulumi.yaml with a `template:` block."""
     return render_project("gpu-platform", CLOUDS.names(), pulumi_template=True)
+
+
+BACKSTAGE = "backstage/template.yaml"
+
+
+def render_backstage_template() -> str:
+    """templates/backstage/template.yaml: the Backstage software template, one stack per cloud (the
+    example targets of the shipped `pulumi new` template)."""
+    stacks = [_target(cloud.name, cloud.example)["name"] for cloud in CLOUDS]
+    return render(f"{BACKSTAGE}.j2", stacks=", ".join(stacks), first_stack=stacks[0],
+                  clouds=in_words([cloud.display_name for cloud in CLOUDS]))
+
+
+def write_templates(root: Path) -> None:
+    """`make templates`: the shipped templates under `root` (the repository's templates/) that are
+    rendered from the registry: the `pulumi new` template and the Backstage template."""
+    write_pulumi_template(root / "pulumi" / "gpustack")
+    (root / BACKSTAGE).write_text(render_backstage_template(), encoding="utf-8")
 
 
 def write_pulumi_template(root: Path) -> None:
