@@ -167,3 +167,13 @@ def test_the_scan_finds_a_planted_name():
     assert [line for line, _, _ in _named_clouds(planted)] == [2, 3]
     template = f"# {first.display_name} in a comment\nenum: [{first.name}-prod]\non {first.display_name}\n"
     assert [line for line, _, _ in _named_in_text(template)] == [2, 3]
+
+
+def test_the_bundles_docstring_lists_exactly_its_modules(cloud):
+    """A bundle's docstring is its map: every module it names exists, and every module is named."""
+    import importlib
+
+    doc = importlib.import_module(cloud.bundle).__doc__ or ""
+    listed = set(re.findall(r"^\s+(\w+\.py)\s", doc, re.MULTILINE))
+    present = {p.name for p in (PACKAGE / "clouds" / cloud.name).glob("*.py")} - {"__init__.py"}
+    assert listed == present

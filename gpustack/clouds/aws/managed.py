@@ -91,7 +91,7 @@ def _schedules(pool: Pool) -> tuple[ScheduledAction, ...]:
 class ManagedNodeGroups(Provisioner):
     name = "managed"
     description = "EKS managed node groups, scaled by the Cluster Autoscaler"
-    # EKS adds no spot taint, so gpustack declares one on spot pools (secondary sources, see docs/clouds.md).
+    # EKS adds no spot taint, so gpustack declares one on spot pools (docs/deploy.md lists each cloud's).
     spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")
 
     def compile(self, pool: Pool, target: Target) -> EksNodeGroup:

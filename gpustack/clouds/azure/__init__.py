@@ -5,6 +5,8 @@
     backend.py  the Pulumi resources (imported only by the Pulumi program)
     readers.py  guardrail readers of its node-pool resources and native schedules
     mocks.py    Pulumi mock answers for its data sources and computed outputs
+    managed.py  the default provisioner: agent pools compiled for the AKS API, gaps, replacements
+    prices.py   the price feed of `gpustack catalog refresh`
 """
 
 from gpustack.clouds.azure.facts import AKS

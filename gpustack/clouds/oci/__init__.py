@@ -4,6 +4,8 @@
     backend.py  the Pulumi resources (imported only by the Pulumi program)
     readers.py  guardrail readers of its node-pool resources and native schedules
     mocks.py    Pulumi mock answers for its data sources and computed outputs
+    managed.py  the default provisioner: node pools compiled for the OKE API, gaps, replacements
+    prices.py   the price feed of `gpustack catalog refresh`
 """
 
 from gpustack.clouds.oci.facts import OKE

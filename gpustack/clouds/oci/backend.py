@@ -143,7 +143,7 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
             size=pool.min_nodes, placement_configs=placements, freeform_tags=tags),
         initial_node_labels=[oci.containerengine.NodePoolInitialNodeLabelArgs(key=k, value=v) for k, v in pool.labels],
         # The kubelet registers the taints through the cloud-init; the autoscaler reads them for a pool at
-        # zero from kubelet-extra-args (gpustack.clouds.oci.KUBELET_EXTRA_ARGS).
+        # zero from kubelet-extra-args (facts.KUBELET_EXTRA_ARGS).
         node_metadata={"user_data": user_data(compiled), facts.KUBELET_EXTRA_ARGS: compiled.kubelet_extra_args},
         # A floor's nodes are cycled one at a time without an instance beyond its reservation.
         node_pool_cycling_details=oci.containerengine.NodePoolNodePoolCyclingDetailsArgs(
