@@ -268,3 +268,13 @@ def test_azure_rules_by_size_name():
     assert acceptance.reservation_refusal("Standard_NC40ads_H100_v5") is not None  # NCads H100 v5
     assert "B-series or promo" in acceptance.spot_refusal("Standard_B4ms", "eastus", 0.05)
     assert acceptance.spot_refusal("Standard_NC24ads_A100_v4", "eastus", 1.2) is None
+
+
+def test_aks_floor_of_several_nodes_warns_that_it_is_not_spread_over_zones():
+    """AKS agent pools and capacity reservation groups are regional: nothing spreads the floor."""
+    target, _ = plan([{**FLOOR, "replicas": 3}], "azure")
+    [warning] = [w for w in target.warnings if w.code == "floor-single-zone"]
+    assert "is not spread over zones, so one zone outage can take all of it" in warning.message
+    assert "learn.microsoft.com/azure/aks/availability-zones" in warning.message
+    target, _ = plan([{**FLOOR, "replicas": 1}], "azure")
+    assert "floor-single-zone" not in codes(target)

@@ -231,8 +231,8 @@ class Cloud:
     disk_gib_range: ClassVar[tuple[int, int, str]] = (1, 65536, "")
     # The target setting that lists the zones (or availability domains) the pools launch in, if any.
     zone_setting: ClassVar[str | None] = None
-    # Where a reserved floor lands when `floor_spread` gives nothing: said in a plan warning, since a
-    # zone outage then takes the whole floor (None: the reservation is not zonal, nothing to say).
+    # Why a reserved floor is not spread over zones when `floor_spread` gives nothing: said in a plan
+    # warning, since one zone outage can then take the whole floor (None: nothing to say).
     single_zone_floor: ClassVar[str | None] = None
     # The node label the cloud's Cluster Autoscaler takes as "this node has GPUs" (its provider's
     # GPULabel()), None where it has none; and whether gpustack must declare it on the nodes.

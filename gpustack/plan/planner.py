@@ -410,7 +410,7 @@ class _TargetPlanner:
         spread = self.cloud.floor_spread(here, pool.reserved_nodes) if pool.reserved_nodes else ()
         if pool.reserved_nodes >= 2 and not spread and self.cloud.single_zone_floor:
             self.warn("floor-single-zone", f"the reserved floor of pool {pool.name!r} ({pool.reserved_nodes} nodes) "
-                                           f"sits in one zone, so a zone outage takes all of it: "
+                                           f"is not spread over zones, so one zone outage can take all of it: "
                                            f"{self.cloud.single_zone_floor}", pool=pool.name)
         return dataclasses.replace(pool, zones=here, reservations=spread)
 

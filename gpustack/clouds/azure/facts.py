@@ -167,6 +167,13 @@ class AKS(Cloud):
     }
     # osDiskSizeGB: at most 2048 (AGENT_POOL_API); 30 GiB is the smallest Linux node image disk.
     disk_gib_range = (30, 2048, AGENT_POOL_API)
+    # Agent pools and their capacity reservation groups are declared regional (no availabilityZones, no
+    # zones on the group): Azure then promises no spread of the pool's nodes over zones ("Regional"
+    # node pools, https://learn.microsoft.com/azure/aks/availability-zones), so all of a floor can sit
+    # in one zone. Zonal pools would need zone-aligned agent pools with zonal reservations.
+    single_zone_floor = ("AKS agent pools and capacity reservation groups that name no zones are regional, and "
+                         "Azure promises no spread of their nodes over zones "
+                         "(https://learn.microsoft.com/azure/aks/availability-zones)")
     # gpuInstanceProfile partitions the pool's GPUs; the device plugin still needs a MIG strategy.
     native_mig_partitioning = True
     # Spot pools get this label from AKS (and a taint: `managed.py`).
