@@ -1,7 +1,7 @@
 """The clouds' behaviour, simulated (tests/cloudsim): for every pool of the example on every cloud, the
 autoscaler's template at zero offers what a node offers, every workload's pods fit the templates of their
 own pools and of no pool of another kind, one scale-up starts the nodes the plan says, no node is taken
-for an unready GPU node, every reserved floor upgrades inside its reservation, and EKS scaling updates
+for an unready GPU node, every reserved floor upgrades inside its reservation, and EKS and AKS scaling updates
 are valid. The same simulator, run on the resources the first version declared, finds each defect."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from conftest import EXAMPLE
 
 from gpustack import testing
 from gpustack.clouds.aws import mocks as eks_mocks
+from gpustack.clouds.azure import mocks as aks_mocks
 from gpustack.plan import build_plan
 from gpustack.plan.model import TargetPlan
 from gpustack.spec import load_spec
@@ -87,20 +88,44 @@ def test_oke_says_where_its_autoscaler_cannot_see_shared_gpus_at_zero():
     assert not any(view(t).gaps for t in EXAMPLE_PLAN.targets if t.cloud != "oci")
 
 
+def _live(cloud: str, monkeypatch: pytest.MonkeyPatch, sizes: dict[str, int]) -> None:
+    """Node pools that exist already, with these live sizes (by cloud name), as the cloud reports them."""
+    if cloud == "aws":
+        monkeypatch.setattr(eks_mocks, "LIVE_NODE_GROUPS", {n: {"desiredSize": s} for n, s in sizes.items()})
+    else:
+        monkeypatch.setattr(aks_mocks, "LIVE_AGENT_POOLS", dict(sizes))
+
+
 @pytest.mark.parametrize("live", ["below the floor", "above the maximum", "inside"])
-def test_eks_scaling_updates_stay_valid_whatever_the_live_size(monkeypatch, live):
-    target = EXAMPLE_PLAN.target("aws-prod")
+@pytest.mark.parametrize("name", ["aws-prod", "azure-prod"])
+def test_scaling_updates_stay_valid_whatever_the_live_size(monkeypatch, name, live):
+    """A floor raised above the live size or a maximum lowered below it: EKS and AKS take a size with the
+    bounds, which the program sends inside them; a size the autoscaler chose inside them is kept."""
+    target = EXAMPLE_PLAN.target(name)
     sizes = {p.cloud_name: {"below the floor": 0, "above the maximum": p.max_nodes + 3,
                             "inside": p.max_nodes}[live] for p in target.pools}
-    monkeypatch.setattr(eks_mocks, "LIVE_NODE_GROUPS", {n: {"desiredSize": s} for n, s in sizes.items()})
-    groups = [r for r in map(cluster.plain, testing.run_program(str(EXAMPLE), "aws-prod"))
-              if r["type"] == cluster.NODE_POOL_TYPES["aws"]]
-    assert len(groups) == len(target.pools)
-    for group in groups:
-        sent, refusal = upgrades.eks_scaling_update(group, group["ignore_changes"], sizes[group["inputs"]["nodeGroupName"]])
-        assert refusal is None, (group["name"], sent)
+    _live(target.cloud, monkeypatch, sizes)
+    sims = simulated(EXAMPLE_PLAN, target, testing.run_program(str(EXAMPLE), name))
+    assert len(sims) == len(target.pools)
+    update = upgrades.SCALING_UPDATES[target.cloud]
+    for sim in sims.values():
+        live_size = sizes[sim.name]
+        sent, refusal = update(sim.resource, sim.resource["ignore_changes"], live_size)
+        assert refusal is None, (sim.pool, sent)
         if live == "inside":  # the autoscaler's size is kept: Pulumi never drains what it scaled up
-            assert sent["desiredSize"] == sizes[group["inputs"]["nodeGroupName"]]
+            assert live_size in sent.values()
+
+
+def test_gke_and_oke_updates_send_bounds_only(example):
+    """GKE and OKE take no size with the bounds on an update: the first creation's count is ignored after,
+    so raising or lowering a floor or maximum only needs bounds that are valid on their own."""
+    target, sims, _ = example
+    ignored = {"gcp": "initialNodeCount", "oci": "nodeConfigDetails.size"}.get(target.cloud)
+    if ignored is None:
+        pytest.skip("EKS and AKS send a size: test_scaling_updates_stay_valid_whatever_the_live_size")
+    for sim in sims.values():
+        assert ignored in sim.resource["ignore_changes"], sim.name
+        assert 0 <= sim.min_nodes <= sim.max_nodes and sim.max_nodes >= 1, sim.name
 
 
 # -- the first version's resources, recorded: the simulator finds every defect ---------------------------
@@ -177,3 +202,12 @@ def test_first_version_eks_refused_a_raised_floor():
     raised = {**floor, "inputs": {**floor["inputs"], "scalingConfig": {"minSize": 2, "maxSize": 2, "desiredSize": 2}}}
     sent, refusal = upgrades.eks_scaling_update(raised, floor["ignore_changes"], live_desired=1)
     assert sent == {"minSize": 2, "maxSize": 2, "desiredSize": 1} and "desiredSize 1" in (refusal or "")
+
+
+def test_first_version_aks_refused_a_raised_floor():
+    _, _, resources = wave1("azure-prod")
+    [floor, *_] = [cluster.plain(r) for r in resources if r["type"] == cluster.NODE_POOL_TYPES["azure"]
+                   and "reserved" in r["name"]]
+    raised = {**floor, "inputs": {**floor["inputs"], "minCount": 2, "maxCount": 2, "count": 2}}
+    sent, refusal = upgrades.aks_scaling_update(raised, floor["ignore_changes"], live_count=1)
+    assert sent == {"minCount": 2, "maxCount": 2, "count": 1} and "count 1" in (refusal or "")

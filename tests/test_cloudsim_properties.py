@@ -1,7 +1,7 @@
 """The simulator's checks over random specs (hypothesis), on every cloud: whatever the workloads, the
 program shows each cloud's autoscaler what a node of each pool offers, pods fit their pools and no pool of
 another kind, one scale-up starts the planned nodes, no node is an unready GPU node, reserved floors
-upgrade inside their reservations, and EKS scaling updates stay valid whatever the live size was
+upgrade inside their reservations, and EKS and AKS scaling updates stay valid whatever the live size was
 (a floor raised above it or a maximum lowered below it)."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from gpustack import testing
 from gpustack.clouds.aws import mocks as eks_mocks
+from gpustack.clouds.azure import mocks as aks_mocks
 from gpustack.errors import SpecError
 from gpustack.plan import build_plan
 from gpustack.spec import load_text
@@ -76,9 +77,10 @@ def test_random_specs_behave_as_planned_on_every_cloud(cloud, workloads, data, t
     assume(target.pools)
     # What was live before this `pulumi up`: any desired size, including above the new maximum or below
     # the new floor (the bounds moved since).
-    live = {p.cloud_name: {"desiredSize": data.draw(st.integers(0, p.max_nodes + 3), label=p.cloud_name)}
-            for p in target.pools} if cloud == "aws" else {}
-    monkeypatch.setattr(eks_mocks, "LIVE_NODE_GROUPS", live)
+    live = {p.cloud_name: data.draw(st.integers(0, p.max_nodes + 3), label=p.cloud_name)
+            for p in target.pools} if cloud in upgrades.SCALING_UPDATES else {}
+    monkeypatch.setattr(eks_mocks, "LIVE_NODE_GROUPS", {n: {"desiredSize": s} for n, s in live.items()})
+    monkeypatch.setattr(aks_mocks, "LIVE_AGENT_POOLS", dict(live))
     path = Path(tmp_path_factory.mktemp("spec")) / "spec.yaml"
     path.write_text(text, encoding="utf-8")
     resources = testing.run_program(str(path), target.name)
@@ -91,10 +93,9 @@ def test_random_specs_behave_as_planned_on_every_cloud(cloud, workloads, data, t
     assert upgrade_failures(seen, sims, resources) == []
     for name, sim in sims.items():
         assert 0 <= sim.min_nodes <= sim.max_nodes and sim.max_nodes >= 1, name
-        if cloud == "aws":
-            group = sim.resource
-            sent, refusal = upgrades.eks_scaling_update(group, group["ignore_changes"],
-                                                        live[sim.name]["desiredSize"])
+        if cloud in upgrades.SCALING_UPDATES:
+            sent, refusal = upgrades.SCALING_UPDATES[cloud](sim.resource, sim.resource["ignore_changes"],
+                                                            live[sim.name])
             assert refusal is None, (name, sent)
     assert set(sims) == {p.name for p in target.pools}
     assert {w for w, _ in seen.pods.items()} == {pl.workload for p in target.pools for pl in p.placements

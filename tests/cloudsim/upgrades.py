@@ -120,3 +120,29 @@ def eks_scaling_update(node_group: Mapping[str, Any], ignore_changes: tuple[str,
     if not low <= desired <= high:
         return config, f"desiredSize {desired} is outside minSize {low} .. maxSize {high}"
     return config, None
+
+
+def aks_scaling_update(agent_pool: Mapping[str, Any], ignore_changes: tuple[str, ...],
+                       live_count: int) -> tuple[dict[str, int], str | None]:
+    """The minCount, maxCount and count an update of an existing agent pool sends, and the agent-pool
+    API's refusal if any: with autoscaling on, count must lie between minCount and maxCount
+    ("agentPoolProfile.count was 0. It must be greater or equal to minCount:1 and less than or equal to
+    maxCount:1000", the resource provider's answer quoted in kubernetes-sigs/cluster-api-provider-azure#5947;
+    https://learn.microsoft.com/en-us/rest/api/aks/agent-pools/create-or-update). An ignored count sends
+    the value Pulumi holds, at best the live one."""
+    inputs = agent_pool["inputs"]
+    config = {k: int(inputs[k]) for k in ("minCount", "maxCount", "count")}
+    if "count" in ignore_changes:
+        config["count"] = live_count
+    low, high, count = config["minCount"], config["maxCount"], config["count"]
+    if high < max(low, 1):
+        return config, f"maxCount {high} is below minCount {low} or 1"
+    if not low <= count <= high:
+        return config, f"count {count} is outside minCount {low} .. maxCount {high}"
+    return config, None
+
+
+# The update each cloud's node pool sends when its bounds move, from the live size (EKS, AKS: the API
+# takes a size that must lie inside the bounds). GKE and OKE send no size on an update: their counts
+# (initialNodeCount, nodeConfigDetails.size) size the first creation only and are ignored after.
+SCALING_UPDATES = {"aws": eks_scaling_update, "azure": aks_scaling_update}

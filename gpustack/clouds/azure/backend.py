@@ -24,7 +24,8 @@ from gpustack.plan.model import Plan, Pool, TargetPlan
 def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
     del plan  # everything needed is in the target
     resource_group = str(dict(target.settings)["resource_group"])
-    build = functools.partial(_agent_pool, target, resource_group)
+    live = _live_counts(target, resource_group, context) if target.pools else pulumi.Output.from_input({})
+    build = functools.partial(_agent_pool, target, resource_group, live)
     return {pool.name: GpuNodePool(target.cloud, pool, build, context) for pool in target.pools}
 
 
@@ -46,7 +47,28 @@ def _without_version_aliases(args: pulumi.ResourceTransformationArgs) -> pulumi.
     return pulumi.ResourceTransformationResult(args.props, opts)
 
 
-def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
+def _live_counts(target: TargetPlan, resource_group: str, context: DeployContext) -> pulumi.Output[dict[str, int]]:
+    """The node count of every agent pool the cluster has now, by agent pool name (the managed cluster
+    lists them all in agentPoolProfiles)."""
+    cluster = containerservice.get_managed_cluster_output(resource_group_name=resource_group,
+                                                          resource_name=target.cluster, opts=context.invoke())
+    return cluster.agent_pool_profiles.apply(
+        lambda profiles: {p.name: int(p.count or 0) for p in profiles or []})
+
+
+def _count(pool: Pool, live: pulumi.Output[dict[str, int]]) -> pulumi.Output[int]:
+    """The count to send: the live one, kept inside the new bounds, or the floor for a new pool.
+
+    The autoscaler moves the count, so sending the floor would undo its work; ignoring it instead
+    sends the stale value, which the agent-pool API refuses once a floor rises above it or a maximum
+    falls below it ("agentPoolProfile.count was 0. It must be greater or equal to minCount:1 and less
+    than or equal to maxCount", quoted in kubernetes-sigs/cluster-api-provider-azure#5947)."""
+    return live.apply(lambda counts: min(pool.max_nodes, max(pool.min_nodes, counts[pool.cloud_name]))
+                      if pool.cloud_name in counts else pool.min_nodes)
+
+
+def _agent_pool(target: TargetPlan, resource_group: str, live: pulumi.Output[dict[str, int]], pool: Pool,
+                opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
     opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[_without_version_aliases]))
     compiled = pool.compiled
     assert isinstance(compiled, AksAgentPool)
@@ -62,7 +84,7 @@ def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulum
         enable_auto_scaling=True,
         min_count=pool.min_nodes,
         max_count=pool.max_nodes,
-        count=pool.min_nodes,
+        count=_count(pool, live),
         os_disk_size_gb=pool.disk_gib,
         node_labels=dict(pool.labels),
         node_taints=list(compiled.node_taints),
@@ -78,8 +100,7 @@ def _agent_pool(target: TargetPlan, resource_group: str, pool: Pool, opts: pulum
     if compiled.gpu_instance_profile is not None:
         args["gpu_instance_profile"] = compiled.gpu_instance_profile
     outputs: dict[str, Any] = {}
-    # The autoscaler owns the node count once the pool exists; `count` only sizes the first creation.
-    pool_opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=["count"]))
+    pool_opts = opts
     if pool.reserved_nodes:
         group, reservation = _reservation(target, resource_group, pool, opts)
         args["capacity_reservation_group_id"] = group.id
