@@ -3,14 +3,9 @@ the provisioner, `managed.py`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.base import Cloud, ExampleTarget, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 from gpustack.clouds.kubelet import CPU_TIERS, KubeletReservation
-
-if TYPE_CHECKING:
-    from gpustack.plan.model import Pool
 
 _NODEGROUP_API = "https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html"
 _TAINT_API = "https://docs.aws.amazon.com/eks/latest/APIReference/API_Taint.html"
@@ -94,18 +89,6 @@ NODE_TEMPLATE_RESOURCES = "k8s.io/cluster-autoscaler/node-template/resources/"
 # EKS tag keys: at most 128 characters, values at most 256
 # (https://docs.aws.amazon.com/eks/latest/userguide/eks-using-tags.html).
 MAX_TAG_KEY = 128
-
-
-def node_template_tags(pool: Pool) -> dict[str, str]:
-    """The node group tags that tell the autoscaler what one node of `pool` offers: its allocatable cpu
-    and memory (else the template promises the instance's full capacity) and its extended resources."""
-    offers = [*pool.node_allocatable, *((name, str(count)) for name, count in pool.node_offers)]
-    return {f"{NODE_TEMPLATE_RESOURCES}{name}": value for name, value in offers}
-
-
-def node_labels(pool: Pool) -> dict[str, str]:
-    """The node group's labels: the plan's, and the GPU label the autoscaler waits on."""
-    return {**dict(pool.labels), **dict(pool.autoscaler_labels)}
 
 
 def instance_family(instance_type: str) -> str:

@@ -1,7 +1,8 @@
 """EKS managed node groups with the Cluster Autoscaler: the default provisioner of EKS.
 
 `compile` spells each planned pool as the EKS and EC2 APIs take it (`EksNodeGroup`, stored in the
-plan), from the enum tables of `facts.py`; `check_pool` checks those values; `backend.py` maps them to
+plan), from the enum tables of `facts.py`, with the labels and tags that show the autoscaler a group at
+zero (`node_labels`, `node_template_tags`); `check_pool` checks those values; `backend.py` maps them to
 pulumi-aws arguments.
 """
 
@@ -74,6 +75,19 @@ class EksNodeGroup(CompiledPool):
         return out
 
 
+def node_template_tags(pool: Pool) -> dict[str, str]:
+    """The node group tags that tell the autoscaler what one node of `pool` offers while the group is at
+    zero (`facts.NODE_TEMPLATE_RESOURCES`): its allocatable cpu and memory (else the template promises
+    the instance's full capacity) and its extended resources."""
+    offers = [*pool.node_allocatable, *((name, str(count)) for name, count in pool.node_offers)]
+    return {f"{facts.NODE_TEMPLATE_RESOURCES}{name}": value for name, value in offers}
+
+
+def node_labels(pool: Pool) -> dict[str, str]:
+    """The node group's labels: the plan's, and the GPU label the autoscaler waits on."""
+    return {**dict(pool.labels), **dict(pool.autoscaler_labels)}
+
+
 def _schedules(pool: Pool) -> tuple[ScheduledAction, ...]:
     """Start at the window's start with the pool's bounds; stop at its end with 0/0/0."""
     if pool.schedule is None:
@@ -109,8 +123,8 @@ class ManagedNodeGroups(Provisioner):
             root_device=facts.ROOT_DEVICE,
             root_volume_type=facts.ROOT_VOLUME_TYPE,
             local_storage_strategy=facts.local_storage_strategy(pool.instance_type),
-            labels=tuple(sorted(facts.node_labels(pool).items())),
-            template_tags=tuple(sorted(facts.node_template_tags(pool).items())),
+            labels=tuple(sorted(node_labels(pool).items())),
+            template_tags=tuple(sorted(node_template_tags(pool).items())),
         )
 
     def check_pool(self, pool: Pool) -> list[str]:

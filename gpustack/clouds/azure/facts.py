@@ -82,24 +82,6 @@ GPU_LABEL = "kubernetes.azure.com/accelerator"
 GPU_LABEL_VALUE = "nvidia"
 
 
-def _tag_key(key: str) -> str:
-    return key.replace("_", "~2").replace("/", "_")
-
-
-def node_template_tags(pool: Pool) -> dict[str, str]:
-    """Agent pool tags that show the autoscaler a node of `pool` at zero: labels, taints, resources."""
-    tags = {f"{TEMPLATE_LABEL_TAG}{_tag_key(k)}": v for k, v in pool.labels}
-    tags[f"{TEMPLATE_LABEL_TAG}{_tag_key(GPU_LABEL)}"] = GPU_LABEL_VALUE
-    tags.update({f"{TEMPLATE_TAINT_TAG}{_tag_key(t.key)}": f"{t.value}:{t.effect}" for t in pool.taints})
-    offers = [*pool.node_allocatable, *((name, str(count)) for name, count in pool.node_offers)]
-    tags.update({f"{TEMPLATE_RESOURCES_TAG}{name.replace('/', '_')}": value for name, value in offers})
-    return tags
-
-
-def agent_pool_tags(pool: Pool) -> dict[str, str]:
-    return {**pool.attribution, **node_template_tags(pool)}
-
-
 def gpu_instance_profile(shape_key: str) -> str | None:
     """MIG1g ... MIG7g for a generic profile shape (1g, 2g, ...); None when AKS has no such value."""
     return _MIG_KEYS.get(shape_key)

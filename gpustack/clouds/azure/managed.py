@@ -1,7 +1,8 @@
 """AKS user agent pools with the AKS-managed Cluster Autoscaler: the default provisioner of AKS.
 
 `compile` spells each planned pool as the agent-pool API takes it (`AksAgentPool`, stored in the
-plan), from `facts.agent_pool_enums`; `check_pool` checks those values against `facts.ALLOWED`;
+plan), from `facts.agent_pool_enums`, with the tags that show the autoscaler a pool at zero
+(`node_template_tags`, in the spelling `facts` cites); `check_pool` checks those values against `facts.ALLOWED`;
 `backend.py` maps them to pulumi-azure-native arguments.
 """
 
@@ -53,6 +54,27 @@ class AksAgentPool(CompiledPool):
         return values
 
 
+def _tag_key(key: str) -> str:
+    """A label or taint key in a tag name (`facts.TEMPLATE_LABEL_TAG`): `_` written `~2`, `/` written `_`."""
+    return key.replace("_", "~2").replace("/", "_")
+
+
+def node_template_tags(pool: Pool) -> dict[str, str]:
+    """Agent pool tags that show the autoscaler a node of `pool` at zero: labels (and AKS's GPU label),
+    taints, allocatable cpu and memory, and extended resources."""
+    tags = {f"{facts.TEMPLATE_LABEL_TAG}{_tag_key(k)}": v for k, v in pool.labels}
+    tags[f"{facts.TEMPLATE_LABEL_TAG}{_tag_key(facts.GPU_LABEL)}"] = facts.GPU_LABEL_VALUE
+    tags.update({f"{facts.TEMPLATE_TAINT_TAG}{_tag_key(t.key)}": f"{t.value}:{t.effect}" for t in pool.taints})
+    offers = [*pool.node_allocatable, *((name, str(count)) for name, count in pool.node_offers)]
+    tags.update({f"{facts.TEMPLATE_RESOURCES_TAG}{name.replace('/', '_')}": value for name, value in offers})
+    return tags
+
+
+def agent_pool_tags(pool: Pool) -> dict[str, str]:
+    """The agent pool's tags: attribution, and the node template the autoscaler reads from its scale set."""
+    return {**pool.attribution, **node_template_tags(pool)}
+
+
 class AgentPools(Provisioner):
     name = "managed"
     description = "AKS user agent pools, scaled by the AKS-managed Cluster Autoscaler"
@@ -73,7 +95,7 @@ class AgentPools(Provisioner):
             gpu_driver=str(enums["gpu_driver"]),
             gpu_instance_profile=enums.get("gpu_instance_profile"),
             node_taints=tuple(f"{t.key}={t.value}:{t.effect}" for t in pool.taints),
-            tags=tuple(sorted(facts.agent_pool_tags(pool).items())),
+            tags=tuple(sorted(agent_pool_tags(pool).items())),
         )
 
     def check_pool(self, pool: Pool) -> list[str]:

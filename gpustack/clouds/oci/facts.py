@@ -55,10 +55,6 @@ GROW_ROOT_FILESYSTEM = "/usr/libexec/oci-growfs -y"
 KUBELET_EXTRA_ARGS = "kubelet-extra-args"
 
 
-def register_with_taints(pool: Pool) -> str:
-    return "--register-with-taints=" + ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints)
-
-
 def node_pool_enums(pool: Pool) -> dict[str, str | None]:
     """Every enum string of the pool's NodePool (and of the target's autoscaler add-on)."""
     values: dict[str, str | None] = {"node_source_type": NODE_SOURCE_TYPE, "autoscaler_auth_type": AUTOSCALER_AUTH_TYPE}

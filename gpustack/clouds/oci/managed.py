@@ -1,8 +1,9 @@
 """OKE managed node pools with the Cluster Autoscaler add-on: the default provisioner of OKE.
 
 `compile` spells each planned pool as the node-pool API takes it (`OkeNodePool`, stored in the plan),
-from `facts.node_pool_enums`; `check_pool` checks those values against `facts.ALLOWED`; `backend.py`
-maps them to pulumi-oci arguments.
+from `facts.node_pool_enums`, with the `--register-with-taints` the autoscaler reads for a pool at zero
+(`register_with_taints`); `check_pool` checks those values against `facts.ALLOWED`; `backend.py` maps
+them to pulumi-oci arguments.
 """
 
 from __future__ import annotations
@@ -43,11 +44,17 @@ class OkeNodePool(CompiledPool):
         return values
 
 
+def register_with_taints(pool: Pool) -> str:
+    """The kubelet argument that registers the pool's taints; in the node pool's `kubelet-extra-args`
+    metadata (`facts.KUBELET_EXTRA_ARGS`) the autoscaler reads them for a pool at zero."""
+    return "--register-with-taints=" + ",".join(f"{t.key}={t.value}:{t.effect}" for t in pool.taints)
+
+
 def cloud_init(pool: Pool) -> str:
     """The node's cloud-init script: grow the root filesystem onto the whole boot volume, then OKE's
     init, with the kubelet registering the pool's taints."""
     return (f"#!/bin/bash\n{facts.GROW_ROOT_FILESYSTEM}\n{_OKE_INIT}\n"
-            f'bash /var/run/oke-init.sh --kubelet-extra-args "{facts.register_with_taints(pool)}"\n')
+            f'bash /var/run/oke-init.sh --kubelet-extra-args "{register_with_taints(pool)}"\n')
 
 
 class ManagedNodePools(Provisioner):
@@ -65,7 +72,7 @@ class ManagedNodePools(Provisioner):
         return OkeNodePool(node_source_type=str(enums["node_source_type"]),
                            preemption_action=enums.get("preemption_action"),
                            autoscaler_auth_type=str(enums["autoscaler_auth_type"]),
-                           cloud_init=cloud_init(pool), kubelet_extra_args=facts.register_with_taints(pool))
+                           cloud_init=cloud_init(pool), kubelet_extra_args=register_with_taints(pool))
 
     def check_pool(self, pool: Pool) -> list[str]:
         compiled = pool.compiled
