@@ -23,7 +23,7 @@ from cloudsim.checks import (
     upgrade_failures,
     view,
 )
-from cloudsim.kube import estimate_scale_up, why_not
+from cloudsim.kube import estimate_scale_up, next_scale_up, why_not
 from conftest import EXAMPLE
 
 from gpustack import testing
@@ -169,12 +169,21 @@ def test_first_version_mig_pods_could_not_start_a_node_on_eks_and_aks():
         assert at_zero and all(why_not(pod, sims[p].template) == f"Insufficient {resource}" for p in at_zero), name
 
 
-def test_first_version_time_sliced_notebooks_started_one_node_per_pod_on_eks():
-    target, sims, _ = wave1("aws-prod")
+@pytest.mark.parametrize("name", ["aws-prod", "azure-prod"])
+def test_first_version_time_sliced_notebooks_started_one_node_per_pod_on_eks_and_aks(name):
+    target, sims, _ = wave1(name)
     pod, [pool] = target.pods["notebooks"]
     per_node = int(sims[pool].node.allocatable["nvidia.com/gpu"])  # what one node really holds
     started, _ = estimate_scale_up([pod] * per_node, sims[pool].template, sims[pool].max_nodes)
     assert per_node == 4 and started == 3  # one node's worth of pods starts the whole pool
+
+
+def test_first_version_gke_time_sliced_template_was_already_right():
+    """GKE's own autoscaler reads the pool's time-sharing config: the defect was EKS's and AKS's."""
+    target, sims, _ = wave1("gcp-prod")
+    pod, [pool] = target.pods["notebooks"]
+    started, _ = estimate_scale_up([pod] * 4, sims[pool].template, sims[pool].max_nodes)
+    assert started == 1
 
 
 def test_first_version_aks_mig_nodes_were_unready_gpu_nodes():
@@ -186,6 +195,34 @@ def test_first_version_aks_mig_nodes_were_unready_gpu_nodes():
 def test_first_version_eks_templates_lacked_the_gpu_label():
     _, sims, _ = wave1("aws-prod")
     assert all(cluster.GPU_LABELS["aws"] not in sim.template.labels for sim in sims.values())
+
+
+def _overshoot(target: TargetView, sims: dict[str, cluster.SimPool], workload: str) -> tuple[str, int, int]:
+    """One pending pod of `workload` on its first pool at zero: the nodes one scale-up starts for it, and
+    the nodes the next loop adds while those boot (the pool has room for more)."""
+    pod, mine = target.pods[workload]
+    pool = next(p for p in target.pools if p.name in mine and p.min_nodes == 0 and p.role != "fallback")
+    sim = sims[pool.name]
+    pods = [pod]
+    started, _ = estimate_scale_up(pods, sim.template, sim.max_nodes)
+    assert sim.max_nodes > started
+    more = next_scale_up(pods, started, sim.node, sim.template, cluster.GPU_LABELS[target.cloud], sim.max_nodes)
+    return pool.name, started, more
+
+
+def test_first_version_eks_training_scale_up_overshot_while_nodes_booted():
+    """No accelerator label: a booting p4de/p5 node is ready without GPUs, so the next loop starts
+    more whole nodes for the same pods."""
+    target, sims, _ = wave1("aws-prod")
+    pool, started, more = _overshoot(target, sims, "llm-pretrain")
+    assert (started, more) == (1, 1), pool  # a second whole node for one pod
+
+
+def test_eks_training_scale_up_waits_for_its_booting_nodes():
+    target = EXAMPLE_PLAN.target("aws-prod")
+    sims = simulated(EXAMPLE_PLAN, target, testing.run_program(str(EXAMPLE), "aws-prod"))
+    pool, started, more = _overshoot(view(target), sims, "llm-pretrain")
+    assert (started, more) == (1, 0), pool
 
 
 @pytest.mark.parametrize("name", TARGETS)

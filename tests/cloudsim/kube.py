@@ -139,3 +139,27 @@ def counted_as_unready_gpu(node: Node, gpu_label: str | None) -> bool:
     if not gpu_label or gpu_label not in node.labels:
         return False
     return not any(node.allocatable.get(name, 0) > 0 for name in GPU_VENDOR_RESOURCES)
+
+
+def booting(node: Node) -> Node:
+    """A new node as it registers, Ready before its device plugin runs: no extended resources yet."""
+    return Node({k: v for k, v in node.allocatable.items() if "/" not in k}, node.labels, node.taints)
+
+
+def next_scale_up(pods: Sequence[Pod], started: int, node: Node, template: Node, gpu_label: str | None,
+                  max_new_nodes: int) -> int:
+    """The nodes the autoscaler's next loop adds for `pods` while the `started` nodes of the last scale-up
+    are booting (Ready, device plugin not yet running).
+
+    core/static_autoscaler.go, RunOnce: upcoming nodes, among them those registered but not ready, are
+    added to the snapshot from the group's template "so that we can pack unschedulable pods on them and
+    not trigger another scale-up"; a node that carries the provider's GPU label without GPU allocatable
+    is overridden to unready (processors/customresources/gpu_processor.go,
+    FilterOutNodesWithUnreadyResources) and so still counts as upcoming. Without the label the node is
+    ready, the pods do not fit it, and the loop scales up again."""
+    new = booting(node)
+    if counted_as_unready_gpu(new, gpu_label):
+        return 0  # still upcoming: the pods are packed on its template
+    left = [pod for pod in pods if why_not(pod, new) is not None]
+    more, _ = estimate_scale_up(left, template, max_new_nodes - started)
+    return more
