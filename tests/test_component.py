@@ -95,8 +95,10 @@ def test_a_created_cluster_the_spec_does_not_name_stops_every_pool():
         "from gpustack import testing\n"
         "from test_component import EXAMPLE, platform_program\n"
         "created = testing.RecordingMocks.new_resource\n"
+        "import os\n"
         "def new_resource(self, args):\n"
-        "    print('created', args.typ, args.name, flush=True)\n"
+        # One write per line: the mocks register from several threads, and print's pieces interleave.
+        "    os.write(1, f'created {args.typ} {args.name}\\n'.encode())\n"
         "    return created(self, args)\n"
         "testing.RecordingMocks.new_resource = new_resource\n"
         "testing.run_program(str(EXAMPLE), 'aws-prod', platform_program({}, cluster_name='ml-staging'))\n"
