@@ -17,7 +17,7 @@ import pulumi
 import pulumi_aws as aws
 
 from gpustack.backends.base import POOL_ID, DeployContext, GpuNodePool, checked
-from gpustack.clouds.aws.managed import EksNodeGroup
+from gpustack.clouds.aws.managed import CapacityReservation, EksNodeGroup
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
 # The three managed policies every EKS worker node role carries
@@ -92,6 +92,22 @@ def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[s
     return existing.apply(clamp)
 
 
+def declare_reservation(pool: Pool, reservation: CapacityReservation, subnet_id: str, tags: dict[str, str],
+                        opts: pulumi.ResourceOptions, context: DeployContext) -> aws.ec2.CapacityReservation:
+    """A floor's capacity reservation, in the zone of `subnet_id` (a reservation is zonal)."""
+    zone = aws.ec2.get_subnet_output(id=subnet_id, opts=context.invoke())
+    return aws.ec2.CapacityReservation(
+        f"{pool.name}-reservation",
+        instance_type=pool.instance_type,
+        instance_count=reservation.instance_count,
+        availability_zone=zone.availability_zone,
+        instance_platform=reservation.instance_platform,
+        instance_match_criteria=reservation.instance_match_criteria,
+        end_date_type=reservation.end_date_type,
+        tags=tags,
+        opts=opts)
+
+
 def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn: pulumi.Input[str],
                 role_ready: list[pulumi.Resource], desired_size: pulumi.Input[int],
                 opts: pulumi.ResourceOptions, context: DeployContext) -> dict[str, Any]:
@@ -104,17 +120,7 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
         # A reservation is zonal: the floor lives in the zone of the first subnet, and so does its
         # node group, which launches through a template that targets the reservation.
         subnet_ids = subnet_ids[:1]
-        zone = aws.ec2.get_subnet_output(id=subnet_ids[0], opts=context.invoke())
-        reservation = aws.ec2.CapacityReservation(
-            f"{pool.name}-reservation",
-            instance_type=pool.instance_type,
-            instance_count=compiled.reservation.instance_count,
-            availability_zone=zone.availability_zone,
-            instance_platform=compiled.reservation.instance_platform,
-            instance_match_criteria=compiled.reservation.instance_match_criteria,
-            end_date_type=compiled.reservation.end_date_type,
-            tags=tags,
-            opts=opts)
+        reservation = declare_reservation(pool, compiled.reservation, subnet_ids[0], tags, opts, context)
         reservation_spec = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
             capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
                 capacity_reservation_id=reservation.id))

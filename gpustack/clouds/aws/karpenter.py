@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from gpustack.clouds.aws import facts
+from gpustack.clouds.aws.managed import CapacityReservation, floor_reservation
 from gpustack.clouds.base import NODEPOOL_WEIGHT, FallbackMechanism, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.model import CompiledPool
@@ -139,6 +140,7 @@ class KarpenterPool(CompiledPool):
     instance_store_policy: str | None
     tags: tuple[tuple[str, str], ...]
     reservation_tags: tuple[tuple[str, str], ...]  # () unless a reserved floor
+    reservation: CapacityReservation | None  # the floor's, declared beside the objects (None: no floor)
     # The NodeOverlay: what one node offers once its device plugin runs, where the instance type's own
     # GPU count is not it (time-slicing, MIG); () = no overlay.
     overlay_capacity: tuple[tuple[str, str], ...]
@@ -264,6 +266,7 @@ class Karpenter(Provisioner):
             instance_store_policy="RAID0" if facts.local_storage_strategy(pool.instance_type) else None,
             tags=tuple(sorted(pool.attribution.items())),
             reservation_tags=((RESERVATION_TAG, pool.cloud_name),) if pool.reserved_nodes else (),
+            reservation=floor_reservation(pool),
             overlay_capacity=_overlay_capacity(pool),
         )
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from gpustack.backends.base import POOL_ID, DeployContext, GpuNodePool
-from gpustack.clouds.aws import facts
-from gpustack.clouds.aws.karpenter import RESERVATION_TAG, KarpenterPool, node_objects
+from gpustack.clouds.aws.backend import declare_reservation
+from gpustack.clouds.aws.karpenter import KarpenterPool, node_objects
 from gpustack.plan.model import Plan, Pool, TargetPlan
 from gpustack.render.common import object_labels  # the labels `gpustack render` writes
 
@@ -35,20 +34,11 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
         assert isinstance(compiled, KarpenterPool)
         outputs: dict[str, Any] = {}
         waits: list[pulumi.Resource] = []
-        if pool.reserved_nodes:
+        if compiled.reservation:
             # Zonal, in the zone of the first subnet, as on managed node groups; targeted, so only
             # launches that name it (Karpenter's, once its EC2NodeClass selects it) use it.
-            zone = aws.ec2.get_subnet_output(id=compiled.subnet_ids[0], opts=context.invoke())
-            reservation = aws.ec2.CapacityReservation(
-                f"{pool.name}-reservation",
-                instance_type=pool.instance_type,
-                instance_count=pool.reserved_nodes,
-                availability_zone=zone.availability_zone,
-                instance_platform=facts.RESERVATION_INSTANCE_PLATFORM,
-                instance_match_criteria=facts.RESERVATION_MATCH_CRITERIA,
-                end_date_type=facts.RESERVATION_END_DATE_TYPE,
-                tags={**pool.attribution, RESERVATION_TAG: pool.cloud_name},
-                opts=opts)
+            reservation = declare_reservation(pool, compiled.reservation, compiled.subnet_ids[0],
+                                              {**pool.attribution, **dict(compiled.reservation_tags)}, opts, context)
             outputs["capacity_reservation_id"] = reservation.id
             waits.append(reservation)
         in_cluster = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=provider))

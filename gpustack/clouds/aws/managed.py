@@ -39,6 +39,14 @@ class CapacityReservation:
     end_date_type: str
 
 
+def floor_reservation(pool: Pool) -> CapacityReservation | None:
+    """The capacity reservation a reserved floor gets, whichever provisioner launches into it."""
+    if not pool.reserved_nodes:
+        return None
+    return CapacityReservation(pool.reserved_nodes, facts.RESERVATION_INSTANCE_PLATFORM,
+                               facts.RESERVATION_MATCH_CRITERIA, facts.RESERVATION_END_DATE_TYPE)
+
+
 @dataclasses.dataclass(frozen=True)
 class ScheduledAction:
     """An Auto Scaling scheduled action on the node group's group: `recurrence` in `time_zone`."""
@@ -109,10 +117,7 @@ class ManagedNodeGroups(Provisioner):
     spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")
 
     def compile(self, pool: Pool, target: Target) -> EksNodeGroup:
-        reservation = None
-        if pool.reserved_nodes:
-            reservation = CapacityReservation(pool.reserved_nodes, facts.RESERVATION_INSTANCE_PLATFORM,
-                                              facts.RESERVATION_MATCH_CRITERIA, facts.RESERVATION_END_DATE_TYPE)
+        reservation = floor_reservation(pool)
         return EksNodeGroup(
             capacity_type=facts.capacity_type(pool.capacity),
             ami_type=facts.ami_type(pool.instance_type),
