@@ -1,10 +1,15 @@
-"""`gpustack check SPEC`: the guardrail policies on the plan, offline (the rules of the policy pack)."""
+"""`gpustack check SPEC`: the guardrail policies on the plan, offline (the rules of the policy pack);
+`gpustack check SPEC --manifests PATH`: the team's workload manifests against the plan's pools."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpustack.spec.yamlsource import Document
 
 NAME = "check"
 HELP = "apply the guardrail policies to the plan, offline; exit 1 on a mandatory violation"
@@ -27,9 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="SPEC",
                         help="the spec as deployed now, a file or git REF:PATH (e.g. main:stacks/gpustack.yaml): "
                              "flags pool changes that force a node-pool replacement")
+    parser.add_argument("--manifests", metavar="PATH",
+                        help="instead of the policies, check these workload manifests (a YAML file, a directory "
+                             "of them, or - for stdin, e.g. `kustomize build . |`) land on their pools; "
+                             "exit 1 on an error")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.manifests:
+        return _run_manifests(args)
     from gpustack.commands._shared import compile_spec, print_price_age, select_target
     from gpustack.diff import load_plan
     from gpustack.errors import UsageError
@@ -82,3 +93,60 @@ def _table(targets: list[str], violations: list) -> str:  # type: ignore[type-ar
                 lines.append(textwrap.fill(text, WIDTH, initial_indent=" " * 13, subsequent_indent=" " * 13,
                                            break_long_words=False, break_on_hyphens=False))
     return "\n".join(lines) + "\n"
+
+
+def _read_manifests(path: str) -> list[Document]:
+    from pathlib import Path
+
+    from gpustack.errors import UsageError
+    from gpustack.files import FileRefused, read_limited
+    from gpustack.spec.yamlsource import MAX_FILE_BYTES, parse_all
+
+    if path == "-":
+        text = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        return [d for d in parse_all(text, "<stdin>") if d.data is not None]
+    root = Path(path)
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) \
+        if root.is_dir() else [root]
+    if not files:
+        raise UsageError(f"--manifests {path}: the directory holds no .yaml or .yml file")
+    documents: list[Document] = []
+    for file in files:
+        try:
+            text = read_limited(file, MAX_FILE_BYTES, "manifest file")
+        except FileRefused as exc:
+            raise UsageError(f"--manifests {file}: {exc}") from None
+        documents.extend(d for d in parse_all(text, str(file)) if d.data is not None)
+    return documents
+
+
+def _run_manifests(args: argparse.Namespace) -> int:
+    import textwrap
+
+    from gpustack.commands._shared import compile_spec, select_target
+    from gpustack.guardrails.manifests import ERROR, check
+    from gpustack.output.table import WIDTH
+
+    _, plan = compile_spec(args.spec, args.catalog)
+    plan = select_target(plan, args.target)
+    documents = _read_manifests(args.manifests)
+    results = {t.name: check(t, documents) for t in plan.targets}
+    errors = sum(f.level == ERROR for found in results.values() for f in found)
+    if args.format == "json":
+        out = {"targets": {name: [f.to_dict() for f in found] for name, found in results.items()},
+               "errors": errors, "warnings": sum(len(found) for found in results.values()) - errors}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 1 if errors else 0
+    lines = []
+    for name, found in results.items():
+        mine = sum(f.level == ERROR for f in found)
+        verdict = "manifests land on their pools" if not mine else f"fails: {mine} error{'s' if mine != 1 else ''}"
+        warnings = len(found) - mine
+        lines.append(f"{name}: {verdict}" + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
+        for f in found:
+            lines.append(f"  {f.level.upper():8} {f.location or f.path}  {f.obj}")
+            for text in (f"{f.path}: {f.message}.", f"Fix: {f.fix}."):
+                lines.append(textwrap.fill(text, WIDTH, initial_indent=" " * 11, subsequent_indent=" " * 11,
+                                           break_long_words=False, break_on_hyphens=False))
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 1 if errors else 0

@@ -28,6 +28,9 @@ from gpustack.spec.model import HOURS_PER_MONTH, JOB_KINDS, Spec, Workload
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 KIND_LABEL = "gpustack.dev/kind"
 POOL_LABEL = "gpustack.dev/pool"
+# The label users put on their Deployments and StatefulSets (pod templates need not carry it): the
+# spec's workload name. The auto-stop jobs scale exactly the objects that carry it.
+WORKLOAD_LABEL = "gpustack.dev/workload"
 # On training and fine-tuning pools: whether every workload of the pool checkpoints, so a policy
 # can tell a safe spot pool from an unsafe one without the spec.
 CHECKPOINTING_LABEL = "gpustack.dev/checkpointing"

@@ -7,13 +7,11 @@ import re
 from typing import Any
 
 from gpustack.plan.model import Plan, Pool, TargetPlan
-from gpustack.plan.pools import POOL_LABEL
+from gpustack.plan.pools import POOL_LABEL, WORKLOAD_LABEL
 
 PART_OF = ("app.kubernetes.io/part-of", "gpustack")
 TARGET_LABEL = "gpustack.dev/target"
-# The label users put on their Deployments and StatefulSets (pod templates need not carry it): the
-# spec's workload name. The auto-stop jobs scale exactly the objects that carry it.
-WORKLOAD_LABEL = "gpustack.dev/workload"
+__all__ = ["WORKLOAD_LABEL"]
 
 
 def object_labels(plan: Plan, target: TargetPlan, pool: Pool | None = None) -> dict[str, str]:

@@ -119,6 +119,40 @@ def parse(text: str | bytes, file: str) -> Document:
         return _parse(text, file)
 
 
+def parse_all(text: str | bytes, file: str) -> list[Document]:
+    """Parse a multi-document YAML stream (`kubectl`/`kustomize build` output) into located documents,
+    empty ones left out, under the same limits and rules as `parse`, or raise SpecError."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _fail(file, None, f"the file is not UTF-8 text (byte {exc.start} is {text[exc.start]:#04x})") from None
+    if len(text) > MAX_FILE_BYTES:
+        raise _fail(file, None, f"the file is {len(text):,} characters; at most {MAX_FILE_BYTES:,} are read")
+    if "\x00" in text:
+        raise _fail(file, None, "the file contains NUL bytes: it is not a YAML text file")
+    with _no_gc():
+        roots: list[yaml.Node] = []
+        try:
+            _check_size(text, file)
+            loader = _Loader(text)
+            try:
+                while loader.check_node():
+                    node = loader.get_node()
+                    if node is not None:
+                        roots.append(node)
+            finally:
+                loader.dispose()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            raise _fail(file, mark, f"not valid YAML: {exc.problem or exc.context or 'invalid YAML'}") from None
+        except yaml.YAMLError as exc:
+            raise _fail(file, None, f"not valid YAML: {str(exc).splitlines()[0]}") from None
+        except RecursionError:
+            raise _fail(file, None, f"the YAML is nested too deeply (at most {MAX_DEPTH} levels)") from None
+        return [_Converter(file).convert(root) for root in roots]
+
+
 def _parse(text: str, file: str) -> Document:
     try:
         _check_size(text, file)

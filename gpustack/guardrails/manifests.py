@@ -1,0 +1,278 @@
+"""`gpustack check --manifests`: the team's own workload manifests checked against the plan's pod requests.
+
+A manifest object is matched to a workload by its `gpustack.dev/workload` label (on the object or its pod
+template), else by name and namespace (an object without a namespace takes the one it is applied to, so it
+matches by name). Its pod template must then land on the workload's pools and on no other: tolerate every
+taint of its pools, select only its pools (nodeSelector / required node affinity, the scheduler's rules:
+https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/), request the extended resource
+its sharing mode needs and no more than one node of its pools offers, and carry the checkpointing label
+where a pool is spot. GPU-requesting objects that match no workload are reported as warnings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpustack.errors import Location
+from gpustack.plan.model import PodRequest, Pool, Taint, TargetPlan
+from gpustack.plan.pools import CHECKPOINTING_LABEL, POOL_LABEL, WORKLOAD_LABEL
+from gpustack.spec.yamlsource import Document, Path, path_str
+
+ERROR, WARNING = "error", "warning"
+# Where each workload kind keeps its pod template.
+TEMPLATE_PATHS: dict[str, Path] = {
+    "Pod": (), "Deployment": ("spec", "template"), "StatefulSet": ("spec", "template"),
+    "Job": ("spec", "template"), "CronJob": ("spec", "jobTemplate", "spec", "template")}
+_GPU_VENDORS = ("nvidia.com/", "amd.com/", "gpu.intel.com/")
+
+
+@dataclasses.dataclass(frozen=True)
+class ManifestFinding:
+    level: str  # error | warning
+    location: Location | None
+    path: str  # field path inside the document
+    obj: str  # Kind/namespace/name
+    workload: str  # "" when it matches no workload
+    message: str
+    fix: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "location": str(self.location) if self.location else None, "path": self.path,
+                "object": self.obj, "workload": self.workload, "message": self.message, "fix": self.fix}
+
+
+def _get(data: Any, path: Path) -> Any:
+    for part in path:
+        if isinstance(part, int):
+            data = data[part] if isinstance(data, list) and part < len(data) else None
+        else:
+            data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in _mapping(value).items()}
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:
+    """The scheduler's rule (k8s.io/api core/v1 Toleration.ToleratesTaint)."""
+    effect, key = toleration.get("effect") or "", toleration.get("key") or ""
+    if effect and effect != taint.effect:
+        return False
+    if key and key != taint.key:
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    return bool(key) and operator == "Equal" and str(toleration.get("value") or "") == taint.value
+
+
+def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, operator = str(expression.get("key", "")), expression.get("operator")
+    values = [str(v) for v in _list(expression.get("values"))]
+    if operator == "In":
+        return key in labels and labels[key] in values
+    if operator == "NotIn":
+        return key not in labels or labels[key] not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    if operator in ("Gt", "Lt") and key in labels and len(values) == 1:
+        try:
+            have, bound = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
+
+
+def selects(pod_spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether a node with `labels` passes the pod's nodeSelector and required node affinity."""
+    if any(labels.get(k) != v for k, v in _str_map(pod_spec.get("nodeSelector")).items()):
+        return False
+    required = _mapping(_get(pod_spec, ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")))
+    terms = [_mapping(t) for t in _list(required.get("nodeSelectorTerms"))]
+    if not required:
+        return True
+    # Terms are ORed, a term's expressions ANDed; a term without expressions selects nothing.
+    return any(t.get("matchExpressions") and all(_expression_matches(_mapping(e), labels)
+                                                 for e in _list(t.get("matchExpressions"))) for t in terms)
+
+
+def _lands(pod_spec: Mapping[str, Any], pool: Pool) -> bool:
+    tolerations = [_mapping(t) for t in _list(pod_spec.get("tolerations"))]
+    return selects(pod_spec, dict(pool.labels)) and all(any(_tolerates(t, taint) for t in tolerations)
+                                                         for taint in pool.taints if taint.effect != "PreferNoSchedule")
+
+
+def _quantity(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def extended_requests(pod_spec: Mapping[str, Any], template_path: Path) -> dict[str, tuple[int | None, Path]]:
+    """Extended resources the pod's containers ask (the limit, else the request), summed over containers,
+    with the path of the first one (a quantity that is no whole number sums to None)."""
+    out: dict[str, tuple[int | None, Path]] = {}
+    for index, container in enumerate(_list(pod_spec.get("containers"))):
+        res = _mapping(_mapping(container).get("resources"))
+        asked: dict[str, tuple[Any, str]] = {}
+        for field in ("requests", "limits"):  # a limit overrides the request (Kubernetes defaults one to the other)
+            asked.update({str(k): (v, field) for k, v in _mapping(res.get(field)).items() if "/" in str(k)})
+        for name, (value, field) in asked.items():
+            where = (*template_path, "spec", "containers", index, "resources", field, name)
+            before, first = out.get(name, (0, where))
+            amount = _quantity(value)
+            out[name] = (None if before is None or amount is None else before + amount, first)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Object:
+    doc: Document
+    kind: str
+    name: str
+    namespace: str | None
+    template: Path  # path of the pod template (metadata + spec) in the document
+
+    @property
+    def title(self) -> str:
+        return f"{self.kind}/{self.namespace or '-'}/{self.name}"
+
+    def at(self, *path: str | int) -> Any:
+        return _get(self.doc.data, (*self.template, *path))
+
+
+def objects(documents: Sequence[Document]) -> list[_Object]:
+    out = []
+    for doc in documents:
+        data = _mapping(doc.data)
+        kind = data.get("kind")
+        if kind == "List":  # `kubectl get -o yaml` wraps objects in a List
+            for i, item in enumerate(_list(data.get("items"))):
+                sub = Document(doc.file, item, {p[2:]: m for p, m in doc.marks.items() if p[:2] == ("items", i)},
+                               {p[2:]: m for p, m in doc.key_marks.items() if p[:2] == ("items", i)})
+                out.extend(objects([sub]))
+            continue
+        if not isinstance(kind, str) or kind not in TEMPLATE_PATHS:
+            continue
+        meta = _mapping(data.get("metadata"))
+        namespace = meta.get("namespace")
+        out.append(_Object(doc, kind, str(meta.get("name", "")), str(namespace) if namespace else None,
+                           TEMPLATE_PATHS[kind]))
+    return out
+
+
+def _match(obj: _Object, requests: Sequence[PodRequest]) -> PodRequest | None:
+    labelled = (_str_map(_get(obj.doc.data, ("metadata", "labels"))).get(WORKLOAD_LABEL)
+                or _str_map(obj.at("metadata", "labels")).get(WORKLOAD_LABEL))
+    if labelled:
+        named = [r for r in requests if r.workload == labelled and obj.namespace in (None, r.namespace)]
+    else:
+        named = [r for r in requests if r.workload == obj.name and obj.namespace in (None, r.namespace)]
+    return named[0] if len(named) == 1 else None
+
+
+def check(target: TargetPlan, documents: Sequence[Document]) -> list[ManifestFinding]:
+    requests = sorted(target.pod_requests, key=lambda r: (r.namespace, r.workload))
+    gpu_resources = {name for p in target.pools for name, _ in p.node_offers}
+    findings: list[ManifestFinding] = []
+    for obj in objects(documents):
+        request = _match(obj, requests)
+        pod_spec = _mapping(obj.at("spec"))
+        asked = extended_requests(pod_spec, obj.template)
+        if request is None:
+            gpus = sorted(n for n in asked if n in gpu_resources or n.startswith(_GPU_VENDORS))
+            if gpus:
+                findings.append(ManifestFinding(
+                    WARNING, obj.doc.where(asked[gpus[0]][1]), path_str(asked[gpus[0]][1]), obj.title, "",
+                    f"requests {gpus[0]} but matches no workload of the spec (by the {WORKLOAD_LABEL} label, "
+                    "or by name and namespace)",
+                    f"label it {WORKLOAD_LABEL}: <workload> and wire it with `gpustack render --workloads`, or add "
+                    "the workload to the spec"))
+            continue
+        findings.extend(_check_object(target, obj, request, pod_spec, asked))
+    return findings
+
+
+def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any],
+                  asked: Mapping[str, tuple[int | None, Path]]) -> list[ManifestFinding]:
+    pools = {p.name: p for p in target.pools}
+    mine = [pools[n] for n in request.pools if n in pools]
+    spec_path = (*obj.template, "spec")
+    out: list[ManifestFinding] = []
+
+    def finding(path: Path, message: str, fix: str, level: str = ERROR) -> None:
+        out.append(ManifestFinding(level, obj.doc.where(path), path_str(path), obj.title, request.workload,
+                                   message, fix))
+
+    tolerations = [_mapping(t) for t in _list(pod_spec.get("tolerations"))]
+    for taint in request.tolerations:
+        if not any(_tolerates(t, taint) for t in tolerations):
+            finding((*spec_path, "tolerations"),
+                    f"no toleration for the taint {taint.key}:{taint.effect} of its pools, so its pods stay Pending",
+                    f"add {{key: {taint.key}, operator: Exists, effect: {taint.effect}}} to tolerations")
+    wanted = f"{POOL_LABEL} In ({', '.join(sorted(request.pools))})"
+    affinity_path = (*spec_path, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    if selects(pod_spec, {}):
+        finding(affinity_path, "no nodeSelector or required node affinity selects its pools: its pods may run on "
+                "any node that offers the resource", f"require node affinity {wanted}")
+    for pool in target.pools:
+        if pool.name not in request.pools and _lands(pod_spec, pool):
+            owners = ", ".join(pool.workloads) or "no workload"
+            finding(affinity_path, f"its pods can land on pool {pool.name} (of {owners})",
+                    f"require node affinity {wanted}")
+    missed = [p.name for p in mine if not selects(pod_spec, dict(p.labels))]
+    if missed and len(missed) == len(mine):
+        finding(affinity_path, f"its nodeSelector / node affinity selects none of its pools ({', '.join(missed)})",
+                f"require node affinity {wanted} and nodeSelector {dict(request.node_selector)}")
+    elif missed:
+        finding(affinity_path, f"its node affinity leaves out its pool(s) {', '.join(missed)}: replicas that "
+                "need them stay Pending", f"require node affinity {wanted}", WARNING)
+
+    expected = {k: v for k, v in request.resources if "/" in k}
+    containers_path = (*spec_path, "containers")
+    wrong = False
+    for name, (_amount, where) in sorted(asked.items()):
+        if name not in expected and (name.startswith(_GPU_VENDORS)
+                                     or any(name == n for p in target.pools for n, _ in p.node_offers)):
+            wrong = True
+            finding(where, f"requests {name}; its sharing mode needs {', '.join(sorted(expected))}",
+                    f"request and limit {', '.join(f'{k}: {v}' for k, v in sorted(expected.items()))} instead")
+    for name, quantity in sorted(expected.items()):
+        if name not in asked:
+            if wrong:  # already reported with the resource to ask instead
+                continue
+            finding(containers_path, f"no container requests {name}: its pods get no GPU from its pools",
+                    f"set resources.limits and requests {name}: {quantity} on the container named "
+                    f"{request.workload}")
+            continue
+        amount, where = asked[name]
+        most = max((dict(p.node_offers).get(name, 0) for p in mine), default=0)
+        if amount is None:
+            finding(where, f"{name} is not a whole number", f"request {name}: {quantity}")
+        elif mine and amount > most:
+            finding(where, f"requests {amount} {name}; no node of its pools offers more than {most}, so its pods "
+                    "never schedule", f"request at most {most} (the plan sizes it {quantity})")
+
+    if request.checkpointing and any(p.capacity == "spot" for p in mine):
+        labels = _str_map(obj.at("metadata", "labels"))
+        if labels.get(CHECKPOINTING_LABEL) != "true":
+            finding((*obj.template, "metadata", "labels"),
+                    f"runs on spot pool(s) {', '.join(p.name for p in mine if p.capacity == 'spot')} without the "
+                    f"{CHECKPOINTING_LABEL} label on its pods",
+                    f'label its pod template {CHECKPOINTING_LABEL}: "true" (it resumes from checkpoints)')
+    return out

@@ -1,0 +1,162 @@
+"""`gpustack check --manifests`: the team's manifests checked against the plan, agreeing with the patches
+`gpustack render --workloads` writes (patched objects pass; each way of getting a workload wrong is found)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+
+import pytest
+import yaml
+
+from conftest import EXAMPLE
+from gpustack.cli import main
+from gpustack.guardrails.manifests import ERROR, WARNING, check
+from gpustack.plan import build_plan
+from gpustack.render.workloads import patch, wirings
+from gpustack.spec import load_spec
+from gpustack.spec.yamlsource import parse_all
+from strategic_merge import merge, plain_object, pod_labels, pod_spec
+
+PLAN = build_plan(load_spec(EXAMPLE))
+TARGETS = [t.name for t in PLAN.targets]
+
+
+def _patched(target: str) -> dict[str, dict]:
+    return {w.workload: merge(plain_object(w.kind, w.workload, w.namespace), patch(w))
+            for w in wirings(PLAN.target(target))}
+
+
+def _findings(target: str, objects: list[dict]):
+    return check(PLAN.target(target), parse_all(yaml.safe_dump_all(objects, sort_keys=False), "team.yaml"))
+
+
+def _with(target: str, workload: str, change) -> list:  # type: ignore[no-untyped-def]
+    objects = _patched(target)
+    obj = copy.deepcopy(objects[workload])
+    change(obj)
+    objects[workload] = obj
+    return _findings(target, list(objects.values()))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_rendered_patches_applied_pass_with_zero_findings(target):
+    assert _findings(target, list(_patched(target).values())) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_plain_objects_fail_on_every_target(target):
+    objects = [plain_object(w.kind, w.workload, w.namespace) for w in wirings(PLAN.target(target))]
+    found = _findings(target, objects)
+    assert {f.workload for f in found if f.level == ERROR} == {w.workload for w in wirings(PLAN.target(target))}
+
+
+def test_missing_spot_toleration():
+    def drop(obj):
+        spec = pod_spec(obj)
+        spec["tolerations"] = [t for t in spec["tolerations"] if t["key"] != "gpustack.dev/spot"]
+    found = _with("aws-prod", "llm-pretrain", drop)
+    assert [(f.workload, f.path) for f in found] == [("llm-pretrain", "spec.template.spec.tolerations")]
+    assert "gpustack.dev/spot" in found[0].message and "operator: Exists" in found[0].fix
+
+
+def test_no_affinity_could_land_anywhere():
+    def drop(obj):
+        del pod_spec(obj)["affinity"]
+        del pod_spec(obj)["nodeSelector"]
+    found = _with("aws-prod", "notebooks", drop)
+    assert found and all(f.workload == "notebooks" and f.level == ERROR for f in found)
+    assert any("may run on any node" in f.message for f in found)
+    # without the pool affinity, the notebook tolerates and fits the training pools as well
+    assert any("train-a100-80gb-ondemand-p4de-24xlarge" in f.message for f in found)
+
+
+def test_selecting_another_workloads_pool():
+    other = next(w for w in wirings(PLAN.target("aws-prod")) if w.workload == "ranker-train")
+    def steal(obj):
+        pod_spec(obj)["affinity"] = other.pod_spec["affinity"]
+        pod_spec(obj)["nodeSelector"] = other.pod_spec["nodeSelector"]
+    found = _with("aws-prod", "llm-pretrain", steal)
+    messages = " ".join(f.message for f in found)
+    assert "can land on pool train-a100-80gb-ondemand-p4de-24xlarge (of ranker-train)" in messages
+    assert "selects none of its pools" in messages
+
+
+def test_wrong_extended_resource_for_mig():
+    def full_gpu(obj):
+        res = pod_spec(obj)["containers"][0]["resources"]
+        for field in ("requests", "limits"):
+            res[field].pop("nvidia.com/mig-3g.40gb")
+            res[field]["nvidia.com/gpu"] = "1"
+    found = _with("aws-prod", "chat", full_gpu)
+    assert len(found) == 1
+    assert found[0].path == "spec.template.spec.containers[0].resources.limits.nvidia.com/gpu"
+    assert "nvidia.com/mig-3g.40gb: 1" in found[0].fix
+
+
+def test_more_than_one_node_offers():
+    def greedy(obj):
+        pod_spec(obj)["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "16"
+    found = _with("aws-prod", "llm-pretrain", greedy)
+    assert len(found) == 1 and "no node of its pools offers more than 8" in found[0].message
+
+
+def test_spot_pool_without_checkpointing_label():
+    def unlabel(obj):
+        del pod_labels(obj)["gpustack.dev/checkpointing"]
+    found = _with("azure-prod", "detector-train", unlabel)
+    assert len(found) == 1 and found[0].path == "spec.template.metadata.labels"
+    assert "gpustack.dev/checkpointing" in found[0].fix
+
+
+def test_matched_by_label_when_named_otherwise():
+    def rename(obj):
+        obj["metadata"]["name"] = "chat-v2"
+        del pod_spec(obj)["tolerations"]
+    found = _with("aws-prod", "chat", rename)
+    assert [f.workload for f in found] == ["chat"] and "toleration" in found[0].message
+
+
+def test_unknown_gpu_object_is_a_warning():
+    stray = plain_object("Deployment", "stray", "default")
+    pod_spec(stray)["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
+    found = _findings("aws-prod", [*_patched("aws-prod").values(), stray])
+    assert [(f.level, f.obj) for f in found] == [(WARNING, "Deployment/default/stray")]
+
+
+def test_findings_are_located_on_the_offending_line(tmp_path):
+    objects = _patched("aws-prod")
+    pod_spec(objects["llm-pretrain"])["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "9"
+    text = yaml.safe_dump_all(list(objects.values()), sort_keys=False)
+    (found,) = check(PLAN.target("aws-prod"), parse_all(text, "team.yaml"))
+    assert found.location is not None
+    assert text.splitlines()[found.location.line - 1].strip() == "nvidia.com/gpu: '9'"
+
+
+def _cli(tmp_path, capsys, monkeypatch, text: str, *extra: str, stdin: bool = False):
+    if stdin:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        path = "-"
+    else:
+        (tmp_path / "k8s").mkdir(exist_ok=True)
+        (tmp_path / "k8s" / "all.yaml").write_text(text)
+        path = str(tmp_path / "k8s")
+    code = main(["check", str(EXAMPLE), "--target", "aws-prod", "--manifests", path, *extra])
+    return code, capsys.readouterr()
+
+
+def test_cli_exit_codes_directory_and_stdin(tmp_path, capsys, monkeypatch):
+    good = yaml.safe_dump_all(list(_patched("aws-prod").values()))
+    code, out = _cli(tmp_path, capsys, monkeypatch, good)
+    assert code == 0 and out.out == "aws-prod: manifests land on their pools\n"
+    bad = yaml.safe_dump_all([plain_object("Job", "llm-pretrain", "training")])
+    code, out = _cli(tmp_path, capsys, monkeypatch, bad, "--format", "json", stdin=True)
+    result = json.loads(out.out)
+    assert code == 1 and result["errors"] >= 3
+    assert all(f["location"].startswith("<stdin>:") for f in result["targets"]["aws-prod"])
+
+
+def test_cli_bad_yaml_is_a_located_error(tmp_path, capsys, monkeypatch):
+    code, out = _cli(tmp_path, capsys, monkeypatch, "kind: Deployment\n---\nspec: [\n")
+    assert code == 2 and "all.yaml:4:1: not valid YAML" in out.err and "Traceback" not in out.err
