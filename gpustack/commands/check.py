@@ -73,10 +73,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _table(targets: list[str], violations: list) -> str:  # type: ignore[type-arg]
-    import textwrap
-
-    from gpustack.output.table import WIDTH
-
     lines = []
     for target in targets:
         mine = [v for v in violations if v.target == target]
@@ -88,11 +84,18 @@ def _table(targets: list[str], violations: list) -> str:  # type: ignore[type-ar
         lines.append(f"{target}: {verdict}" + (f", {advisory} advisory" if advisory else ""))
         for v in mine:
             lines.append(f"  {v.level.upper():9}  {v.rule}  {v.pool or '(whole target)'}")
-            # Wrapped to the plan table's width; words longer than a line (URLs) stay whole.
-            for text in (f"{v.message}.", f"Fix: {v.fix}."):
-                lines.append(textwrap.fill(text, WIDTH, initial_indent=" " * 13, subsequent_indent=" " * 13,
-                                           break_long_words=False, break_on_hyphens=False))
+            lines.extend(_wrapped((f"{v.message}.", f"Fix: {v.fix}."), 13))
     return "\n".join(lines) + "\n"
+
+
+def _wrapped(texts: tuple[str, ...], indent: int) -> list[str]:
+    """Each text indented and wrapped to the plan table's width; words longer than a line (URLs) stay whole."""
+    import textwrap
+
+    from gpustack.output.table import WIDTH
+
+    return [textwrap.fill(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * indent,
+                          break_long_words=False, break_on_hyphens=False) for text in texts]
 
 
 def _read_manifests(path: str) -> list[Document]:
@@ -121,11 +124,8 @@ def _read_manifests(path: str) -> list[Document]:
 
 
 def _run_manifests(args: argparse.Namespace) -> int:
-    import textwrap
-
     from gpustack.commands._shared import compile_spec, select_target
     from gpustack.guardrails.manifests import ERROR, check
-    from gpustack.output.table import WIDTH
 
     _, plan = compile_spec(args.spec, args.catalog)
     plan = select_target(plan, args.target)
@@ -145,8 +145,6 @@ def _run_manifests(args: argparse.Namespace) -> int:
         lines.append(f"{name}: {verdict}" + (f", {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
         for f in found:
             lines.append(f"  {f.level.upper():8} {f.location or f.path}  {f.obj}")
-            for text in (f"{f.path}: {f.message}.", f"Fix: {f.fix}."):
-                lines.append(textwrap.fill(text, WIDTH, initial_indent=" " * 11, subsequent_indent=" " * 11,
-                                           break_long_words=False, break_on_hyphens=False))
+            lines.extend(_wrapped((f"{f.path}: {f.message}.", f"Fix: {f.fix}."), 11))
     sys.stdout.write("\n".join(lines) + "\n")
     return 1 if errors else 0

@@ -104,33 +104,31 @@ _SCALAR_TAGS = {
 
 def parse(text: str | bytes, file: str) -> Document:
     """Parse one YAML document into located plain data, or raise SpecError."""
+    text = _yaml_text(text, file, "a spec")
+    with _no_gc():  # parsing allocates many small acyclic objects: collections only cost time here
+        return _parse(text, file)
+
+
+def _yaml_text(text: str | bytes, file: str, what: str) -> str:
+    """`text` as a str within the size limit, UTF-8 and free of NUL bytes, or raise SpecError."""
     if isinstance(text, bytes):
         if len(text) > MAX_FILE_BYTES:
-            raise _fail(file, None, f"the file is {len(text):,} bytes; a spec may be at most {MAX_FILE_BYTES:,} bytes")
+            raise _fail(file, None, f"the file is {len(text):,} bytes; {what} may be at most {MAX_FILE_BYTES:,} bytes")
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _fail(file, None, f"the file is not UTF-8 text (byte {exc.start} is {text[exc.start]:#04x})") from None
     if len(text) > MAX_FILE_BYTES:
-        raise _fail(file, None, f"the file is {len(text):,} characters; a spec may be at most {MAX_FILE_BYTES:,}")
+        raise _fail(file, None, f"the file is {len(text):,} characters; {what} may be at most {MAX_FILE_BYTES:,}")
     if "\x00" in text:
         raise _fail(file, None, "the file contains NUL bytes: it is not a YAML text file")
-    with _no_gc():  # parsing allocates many small acyclic objects: collections only cost time here
-        return _parse(text, file)
+    return text
 
 
 def parse_all(text: str | bytes, file: str) -> list[Document]:
     """Parse a multi-document YAML stream (`kubectl`/`kustomize build` output) into located documents,
     empty ones left out, under the same limits and rules as `parse`, or raise SpecError."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _fail(file, None, f"the file is not UTF-8 text (byte {exc.start} is {text[exc.start]:#04x})") from None
-    if len(text) > MAX_FILE_BYTES:
-        raise _fail(file, None, f"the file is {len(text):,} characters; at most {MAX_FILE_BYTES:,} are read")
-    if "\x00" in text:
-        raise _fail(file, None, "the file contains NUL bytes: it is not a YAML text file")
+    text = _yaml_text(text, file, "a manifest file")
     with _no_gc():
         roots: list[yaml.Node] = []
         try:
