@@ -99,10 +99,12 @@ def test_a_new_mig_layout_without_native_partitioning_is_a_repartition(cloud):
 def test_every_cloud_names_known_fields_with_a_source():
     known = set(pool_fields(*_any_pool())) | {f"settings.{s.name}" for c in CLOUDS for s in c.settings}
     for cloud in CLOUDS:
-        for key, reason in cloud.provisioner().replacing_changes.items():
-            field = key.split(":", 1)[0]
-            assert field in known, (cloud.name, key)
-            assert re.search(r"https://\S+", reason), (cloud.name, key)
+        for name in cloud.provisioners:
+            provisioner = cloud.provisioner(name)
+            for key, reason in {**provisioner.replacing_changes, **provisioner.drifting_changes}.items():
+                field = key.split(":", 1)[0]
+                assert field in known, (cloud.name, name, key)
+                assert re.search(r"https://\S+", reason), (cloud.name, name, key)
 
 
 def _any_pool():
@@ -115,5 +117,7 @@ def test_the_docs_list_every_replacing_field_of_every_cloud():
 
     docs = (ROOT / "docs" / "previews.md").read_text()
     for cloud in CLOUDS:
-        for key in cloud.provisioner().replacing_changes:
-            assert f"`{key}`" in docs, (cloud.name, key)
+        for name in cloud.provisioners:
+            provisioner = cloud.provisioner(name)
+            for key in {**provisioner.replacing_changes, **provisioner.drifting_changes}:
+                assert f"`{key}`" in docs, (cloud.name, name, key)

@@ -7,7 +7,9 @@ Karpenter or a cloud's auto-provisioning. The provisioner owns everything that d
 - `compile(pool, target)`: the pool as the API spells it, a `CompiledPool` stored in the plan (and
   its JSON, under `compiled`), enum-checked by `check_pool` before anything is rendered; backends
   only map it to SDK arguments;
-- `replacing_changes`: which plan changes recreate a pool (read by `gpustack diff` and the pack);
+- `replacing_changes`: which plan changes recreate a pool, and `drifting_changes`: which leave the pool
+  in place but make the provisioner replace its nodes one by one within its disruption budgets (read
+  by `gpustack diff`, `gpustack check --baseline` and the pack; `node_change` says which a change is);
 - `fallback_mechanism`: what makes the autoscaler grow spot pools before their fallback;
 - `spot_taint`: the taint spot nodes carry (pools declare it, so declared state matches the nodes);
 - native schedules and other capability gaps (`unsupported`, on top of the cloud's own), read by the
@@ -40,6 +42,20 @@ if TYPE_CHECKING:
     from gpustack.spec.model import Target
 
 
+# What a change does to a pool's running nodes (`Provisioner.node_change`).
+REPLACES_POOL = "replaces-pool"  # the cloud recreates the node pool: a new pool, the old one's nodes drain
+DRIFTS_NODES = "drifts-nodes"  # the pool stays: its nodes are replaced one by one within its disruption budgets
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeChange:
+    """What changing one plan field does to a pool's nodes: `kind` (REPLACES_POOL | DRIFTS_NODES) and why,
+    with the source."""
+
+    kind: str
+    why: str
+
+
 @dataclasses.dataclass(frozen=True)
 class NodeTemplate:
     """What the autoscaler believes a node of a pool offers before one exists (scale from zero):
@@ -63,6 +79,10 @@ class Provisioner:
     # sharing.mode, sharing.replicas, sharing.mig, labels, taints, cluster, settings.<name>. A key
     # "field:value" matches a change to or from that value only.
     replacing_changes: ClassVar[Mapping[str, str]] = {}
+    # Changes that update the pool's objects in place but make the provisioner mark its nodes drifted and
+    # replace them one by one, as the pool's disruption budgets allow (Karpenter's drift): same keys as
+    # `replacing_changes`, why with the source. A key in both is a replacement.
+    drifting_changes: ClassVar[Mapping[str, str]] = {}
     # How spot pools are preferred over their fallback pools (None: nothing known; the plan says so).
     fallback_mechanism: ClassVar[FallbackMechanism | None] = None
     # Whether a pool's min_nodes are kept running by the provisioner itself (node groups' minimum size);
@@ -74,6 +94,15 @@ class Provisioner:
 
     def supports(self, feature: Feature) -> bool:
         return self.cloud.supports(feature) and feature not in self.unsupported
+
+    def node_change(self, field: str, old: str = "", new: str = "") -> NodeChange | None:
+        """What changing `field` from `old` to `new` does to the pool's nodes (None: updated in place, the
+        nodes untouched). Keys "field:value" match a change to or from that value only."""
+        for kind, data in ((REPLACES_POOL, self.replacing_changes), (DRIFTS_NODES, self.drifting_changes)):
+            for key in (field, f"{field}:{old}", f"{field}:{new}"):
+                if key in data:
+                    return NodeChange(kind, data[key])
+        return None
 
     def gap(self, feature: Feature) -> str | None:
         """Why `feature` is not available with this provisioner (None when it is)."""

@@ -5,7 +5,9 @@ kind, GPU, sharing mode, capacity type, instance type and schedule, so changing 
 new pool: the old one is removed and a new one created for the same workloads. That is reported as
 the replacement it is (the workloads move, the old pool drains). A pool that keeps its name is
 replaced when a field changes that its provisioner cannot update in place
-(`Provisioner.replacing_changes`, per-cloud data with sources); a new MIG layout on a cloud without native MIG partitioning is a
+(`Provisioner.replacing_changes`, per-cloud data with sources), and drifted when the provisioner updates
+the pool but replaces its nodes one by one within the pool's disruption budgets
+(`Provisioner.drifting_changes`: Karpenter-like provisioners); a new MIG layout on a cloud without native MIG partitioning is a
 repartition by the NVIDIA MIG manager, not a new node pool.
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpustack.clouds import CLOUDS
-from gpustack.clouds.provisioner import Provisioner
+from gpustack.clouds.provisioner import DRIFTS_NODES, REPLACES_POOL, NodeChange, Provisioner
 from gpustack.diff.model import CHANGE_KINDS, FieldChange, PlanDiff, PoolChange, TargetDiff
 from gpustack.output.table import nodes, schedule
 from gpustack.plan.model import Plan, Pool, TargetPlan
@@ -38,6 +40,9 @@ REGION = "a node pool lives in its cluster's region"
 CLOUD_NAME = ("the name is the node pool's identity on the cloud: a new name is a new node pool, and the old "
               "one is deleted")
 PROVISIONER = "another provisioner declares other resources for the pool"
+DRIFTED = ("the pool is updated in place and its nodes drift: the provisioner replaces them one by one, each "
+           "replacement started before the old node drains, as fast as the pool's disruption budgets allow "
+           "(a floor whose budget allows one drifted node at a time keeps the rest serving)")
 
 
 def diff_plans(old: Plan, new: Plan, old_label: str, new_label: str) -> PlanDiff:
@@ -77,19 +82,21 @@ def pool_fields(target: TargetPlan, pool: Pool) -> dict[str, str]:
     return fields
 
 
-def replacing_reason(provisioner: Provisioner, field: str, old: str, new: str) -> str | None:
-    """Why `provisioner` recreates a node pool when `field` changes from `old` to `new` (None: in place)."""
+def node_change(provisioner: Provisioner, field: str, old: str, new: str) -> NodeChange | None:
+    """What `provisioner` does to a pool's nodes when `field` changes from `old` to `new` (None: in place)."""
     if field == "region":
-        return REGION
+        return NodeChange(REPLACES_POOL, REGION)
     if field == "cloud_name":
-        return CLOUD_NAME
+        return NodeChange(REPLACES_POOL, CLOUD_NAME)
     if field == "settings.provisioner":
-        return PROVISIONER
-    data = provisioner.replacing_changes
-    for key in (field, f"{field}:{old}", f"{field}:{new}"):
-        if key in data:
-            return data[key]
-    return None
+        return NodeChange(REPLACES_POOL, PROVISIONER)
+    return provisioner.node_change(field, old, new)
+
+
+def replacing_reason(provisioner: Provisioner, field: str, old: str, new: str) -> str | None:
+    """Why `provisioner` recreates a node pool when `field` changes from `old` to `new` (None: it does not)."""
+    found = node_change(provisioner, field, old, new)
+    return found.why if found and found.kind == REPLACES_POOL else None
 
 
 def _target(old: TargetPlan | None, new: TargetPlan | None) -> TargetDiff:
@@ -156,6 +163,8 @@ def _same_name(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, cloud
     names = {f.field for f in fields}
     if any(f.replaces for f in fields):
         change, why, successor = "replaced", IN_PLACE_REPLACED, new
+    elif any(f.drifts for f in fields):
+        change, why, successor = "drifted", DRIFTED, None
     elif "sharing.mig" in names:
         change, why, successor = "repartitioned", MIG_MANAGER, None
     elif names & set(SIZE_FIELDS):
@@ -181,7 +190,12 @@ def _renamed(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, moves_t
 def _field(cloud: Provisioner, key: str, old: str, new: str) -> FieldChange:
     if key == "labels":
         old, new = _changed_pairs(old, new)
-    return FieldChange(key, old, new, replacing_reason(cloud, key, old, new))
+    found = node_change(cloud, key, old, new)
+    if found is None:
+        return FieldChange(key, old, new)
+    if found.kind == DRIFTS_NODES:
+        return FieldChange(key, old, new, drifts=found.why)
+    return FieldChange(key, old, new, found.why)
 
 
 def _changed_pairs(old: str, new: str) -> tuple[str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 from gpustack.plan.model import money
 
 # The order changes are listed in: what disrupts running workloads first.
-CHANGE_KINDS = ("replaced", "repartitioned", "removed", "added", "resized", "updated")
+CHANGE_KINDS = ("replaced", "drifted", "repartitioned", "removed", "added", "resized", "updated")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,6 +18,7 @@ class FieldChange:
     old: str
     new: str
     replaces: str | None = None  # why the cloud recreates the node pool for this change, with the source
+    drifts: str | None = None  # why the provisioner replaces the pool's nodes one by one for it, with the source
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +47,8 @@ class PoolChange:
         if self.moves_to:
             out["moves_to"] = list(self.moves_to)
         out["fields"] = [{"field": f.field, "old": f.old, "new": f.new,
-                          **({"replaces": f.replaces} if f.replaces else {})} for f in self.fields]
+                          **({"replaces": f.replaces} if f.replaces else {}),
+                          **({"drifts": f.drifts} if f.drifts else {})} for f in self.fields]
         out["monthly_cost_usd"] = _costs(self.old_monthly_usd, self.new_monthly_usd)
         return out
 

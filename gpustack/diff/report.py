@@ -13,6 +13,7 @@ from gpustack.output.table import usd
 
 SECTIONS = {
     "replaced": "Replaced: the workloads move to new nodes and the old node pool drains",
+    "drifted": "Drifted: same node pool, its nodes replaced one by one within its disruption budgets",
     "repartitioned": "Repartitioned: same node pool, new MIG layout",
     "removed": "Removed",
     "added": "Added",
@@ -37,18 +38,23 @@ def _headline(diff: PlanDiff) -> str:
             f"**{signed_usd(diff.delta_usd)}/month** in total")
     if replaced:
         text += f"; **⚠️ {replaced} node pool{'s' if replaced != 1 else ''} replaced**"
+    drifted = sum(t.count("drifted") for t in diff.targets)
+    if drifted:
+        text += f"; **⚠️ {drifted} node pool{'s' if drifted != 1 else ''} drift (nodes replaced one by one)**"
     return text + "."
 
 
 def _summary(diff: PlanDiff) -> str:
+    drifts = any(t.count("drifted") for t in diff.targets)  # a column only where a provisioner drifts nodes
     rows = []
     for t in diff.targets:
         gpus = (f"{_opt(t.old_gpus)} → {_opt(t.new_gpus)}" if t.old_gpus != t.new_gpus else str(t.new_gpus))
         rows.append((code(t.name), CLOUDS.get(t.cloud).display_name, t.status, _money(t.old_monthly_usd),
-                     _money(t.new_monthly_usd), signed_usd(t.delta_usd), gpus, str(t.count("replaced"))))
+                     _money(t.new_monthly_usd), signed_usd(t.delta_usd), gpus, str(t.count("replaced")),
+                     *((str(t.count("drifted")),) if drifts else ())))
     header = ("target", "cloud", "status", "$/month before", "$/month after", "change", "GPUs provisioned",
-              "pools replaced")
-    return table(header, "lllrrrrr", rows)
+              "pools replaced", *(("pools drifting",) if drifts else ()))
+    return table(header, "lllrrrrr" + ("r" if drifts else ""), rows)
 
 
 def _target(t: TargetDiff) -> dict[str, object]:
@@ -58,9 +64,12 @@ def _target(t: TargetDiff) -> dict[str, object]:
         pools = [p for p in t.pools if p.change == kind]
         if pools:
             sections.append({"title": title, "table": _section(kind, pools, cloud)})
-    replaced = t.count("replaced")
-    alert = (f"{replaced} node pool{'s' if replaced != 1 else ''} will be replaced: new nodes start, the "
-             "workloads move and the old nodes drain." if replaced else "")
+    replaced, drifted = t.count("replaced"), t.count("drifted")
+    alerts = [f"{replaced} node pool{'s' if replaced != 1 else ''} will be replaced: new nodes start, the "
+              "workloads move and the old nodes drain." if replaced else "",
+              f"{drifted} node pool{'s' if drifted != 1 else ''} will drift: each node is replaced in turn, as "
+              "fast as the pool's disruption budgets allow." if drifted else ""]
+    alert = " ".join(a for a in alerts if a)
     return {"heading": f"{t.name} ({cloud}): {signed_usd(t.delta_usd)}/month ({t.status})",
             "alert": alert, "sections": sections, "warnings": [inline(w) for w in t.new_warnings]}
 
@@ -74,6 +83,11 @@ def _section(kind: str, pools: list[PoolChange], cloud: str) -> str:
     if kind == "repartitioned":
         rows = [(_pool(p.name, p.cloud_name, cloud), _fields(p.fields), _linked(p.why), _cost_change(p))
                 for p in pools]
+        return table(("pool", "what changes", "what happens", "$/month"), "lllr", rows)
+    if kind == "drifted":
+        rows = [(_pool(p.name, p.cloud_name, cloud), _fields(p.fields),
+                 "<br>".join([p.why, *(f"{code(f.field)}: {_linked(f.drifts)}" for f in p.fields if f.drifts)]),
+                 _cost_change(p)) for p in pools]
         return table(("pool", "what changes", "what happens", "$/month"), "lllr", rows)
     if kind in ("added", "removed"):
         rows = [(_pool(p.name, p.cloud_name, cloud), p.kind, p.nodes, str(p.gpus), _cost_change(p),

@@ -64,7 +64,8 @@ class SpecSpelling:
 SPEC_SPELLING = SpecSpelling()
 
 
-def pool_view(target: TargetPlan, pool: Pool, replacements: tuple[str, ...] = ()) -> PoolView:
+def pool_view(target: TargetPlan, pool: Pool, replacements: tuple[str, ...] = (),
+              drifts: tuple[str, ...] = ()) -> PoolView:
     labels = dict(pool.labels)
     checkpointing = labels.get(CHECKPOINTING_LABEL)
     return PoolView(
@@ -77,18 +78,31 @@ def pool_view(target: TargetPlan, pool: Pool, replacements: tuple[str, ...] = ()
         checkpointing=None if checkpointing is None else checkpointing == "true",
         # A window open all week never stops the pool: no stop, no auto-stop.
         scheduled=pool.schedule is not None and bool(pool.schedule.stop_crons), workloads=pool.workloads, cloud_name=pool.cloud_name,
-        pool_label=pool.name, replacements=replacements, provisioner=target.provisioner,
+        pool_label=pool.name, replacements=replacements, drifts=drifts, provisioner=target.provisioner,
         label_conflicts={key: dict(values) for key, values in pool.label_conflicts},
     )
 
 
 def replacements(baseline: Plan, plan: Plan) -> dict[tuple[str, str], tuple[str, ...]]:
     """(target, pool of `plan`) -> why it replaces a node pool of `baseline`, as `gpustack diff` finds it."""
+    return node_changes(baseline, plan)[0]
+
+
+def node_changes(baseline: Plan, plan: Plan) -> tuple[dict[tuple[str, str], tuple[str, ...]],
+                                                      dict[tuple[str, str], tuple[str, ...]]]:
+    """(target, pool of `plan`) -> why it replaces a node pool of `baseline`, and -> why its nodes drift, as
+    `gpustack diff` finds them."""
     from gpustack.diff.compare import diff_plans
 
-    out: dict[tuple[str, str], tuple[str, ...]] = {}
+    replaced: dict[tuple[str, str], tuple[str, ...]] = {}
+    drifted: dict[tuple[str, str], tuple[str, ...]] = {}
     for target in diff_plans(baseline, plan, "baseline", "spec").targets:
         for change in target.pools:
+            if change.change == "drifted":
+                fields = "; ".join(f"{f.field}: {f.old or '-'} -> {f.new or '-'} ({f.drifts})"
+                                   for f in change.fields if f.drifts)
+                key = (target.name, change.name)
+                drifted[key] = drifted.get(key, ()) + (f"{change.why}; {fields}",)
             if change.change != "replaced" or change.new_name is None:
                 continue
             fields = "; ".join(
@@ -99,12 +113,14 @@ def replacements(baseline: Plan, plan: Plan) -> dict[tuple[str, str], tuple[str,
             subject = "in place" if change.new_name == change.name else f"node pool {change.name} gives way to it"
             text = f"{subject}: {change.why}" + (f"; {fields}" if fields else "")
             key = (target.name, change.new_name)
-            out[key] = out.get(key, ()) + (text,)
-    return out
+            replaced[key] = replaced.get(key, ()) + (text,)
+    return replaced, drifted
 
 
 def plan_views(plan: Plan, baseline: Plan | None = None) -> dict[str, list[PoolView]]:
-    """Target name -> the views of its pools; with a baseline, each knows what of it is a replacement."""
-    replaced = replacements(baseline, plan) if baseline is not None else {}
-    return {target.name: [pool_view(target, pool, replaced.get((target.name, pool.name), ()))
+    """Target name -> the views of its pools; with a baseline, each knows what of it is a replacement or
+    a drift of its nodes."""
+    replaced, drifted = node_changes(baseline, plan) if baseline is not None else ({}, {})
+    return {target.name: [pool_view(target, pool, replaced.get((target.name, pool.name), ()),
+                                    drifted.get((target.name, pool.name), ()))
                           for pool in target.pools] for target in plan.targets}

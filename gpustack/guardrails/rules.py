@@ -182,14 +182,16 @@ def _unknowns(views: list[PoolView]) -> str:
     return "; ".join(parts)
 
 
-# -- node-pool changes that force a replacement (advisory) ------------------------------------------
-def _replacing_changes(view: PoolView) -> Mapping[str, object]:
+# -- node-pool changes that force a replacement or drift the nodes (advisory) ------------------------
+def _node_changes(view: PoolView) -> tuple[Mapping[str, object], Mapping[str, object]]:
+    """The provisioner's replacing and drifting changes (`Provisioner.replacing_changes`, `drifting_changes`)."""
     from gpustack.clouds import CLOUDS
 
     try:
-        return CLOUDS.get(view.cloud).provisioner(view.provisioner or None).replacing_changes
+        provisioner = CLOUDS.get(view.cloud).provisioner(view.provisioner or None)
     except KeyError:
-        return {}
+        return {}, {}
+    return provisioner.replacing_changes, provisioner.drifting_changes
 
 
 def node_pool_replacement(views: Sequence[PoolView], options: Mapping[str, Any]) -> Iterable[Finding]:
@@ -202,22 +204,32 @@ def node_pool_replacement(views: Sequence[PoolView], options: Mapping[str, Any])
             yield Finding(view.name, f"this change replaces a node pool, draining its nodes: {why}",
                           "make the change when the pool is idle, or add the new pool first and move the "
                           "workloads before removing the old one")
+        for why in view.drifts:
+            yield Finding(view.name, f"this change drifts the pool's nodes, each replaced in turn: {why}",
+                          "make the change when the pool is quiet, and check that its disruption budgets allow "
+                          "as many nodes at a time as its workloads can lose")
     # The pack sees the new inputs only, never the previous state or the planned operation: it can only
-    # say which pools a replacing change would drain, once per stack rather than once per pool.
-    exposed = []
+    # say which pools a replacing (or drifting) change would drain, once per stack rather than once per pool.
+    exposed: dict[bool, list[str]] = {True: [], False: []}
     for view in gpu_pools:
-        changes = _replacing_changes(view)
-        if view in compared or view.protected or not changes:
+        if view in compared or view.protected:
             continue
-        paths = sorted({view.spelling.field(view, key.split(":", 1)[0]) for key in changes})
-        unpinned = [p for p in paths if p not in view.ignored_changes]
-        if unpinned:
-            exposed.append(f"{view.name} ({', '.join(unpinned)})")
-    if exposed:
-        yield Finding(None, f"{len(exposed)} GPU node pool(s) are recreated, every node drained, by a change to these "
-                            f"fields, and a policy cannot see whether this update is one: {'; '.join(exposed)}",
+        for drifts, changes in zip((False, True), _node_changes(view), strict=True):
+            paths = sorted({view.spelling.field(view, key.split(":", 1)[0]) for key in changes})
+            unpinned = [p for p in paths if p not in view.ignored_changes]
+            if unpinned:
+                exposed[drifts].append(f"{view.name} ({', '.join(unpinned)})")
+    if exposed[False]:
+        yield Finding(None, f"{len(exposed[False])} GPU node pool(s) are recreated, every node drained, by a change "
+                            f"to these fields, and a policy cannot see whether this update is one: "
+                            f"{'; '.join(exposed[False])}",
                       "look for 'replace' on them in `pulumi preview --diff`, or compare the specs with "
                       "`gpustack diff`; protect a pool (protect: true) to make a replacement fail instead")
+    if exposed[True]:
+        yield Finding(None, f"{len(exposed[True])} GPU node pool(s) have every node replaced in turn (drift, as fast "
+                            f"as their disruption budgets allow) by a change to these fields, and a policy cannot "
+                            f"see whether this update is one: {'; '.join(exposed[True])}",
+                      "compare the specs with `gpustack diff`, and make such a change when the pools are quiet")
 
 
 def _labels_schema() -> dict[str, Any]:

@@ -83,6 +83,8 @@ class PoolView:
     ignored_changes: frozenset[str] = frozenset()
     # check with a baseline: why this pool replaces a node pool of the baseline (`gpustack diff`'s verdicts)
     replacements: tuple[str, ...] = ()
+    # check with a baseline: why this pool's nodes drift (replaced one by one within its disruption budgets)
+    drifts: tuple[str, ...] = ()
     unknown: frozenset[str] = frozenset()  # fields whose value the engine does not know yet (preview)
     # plan pools: label key -> {workload: value} where the pool's workloads disagree (no node label then)
     label_conflicts: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)

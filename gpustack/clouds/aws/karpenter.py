@@ -206,13 +206,15 @@ class Karpenter(Provisioner):
     # Spot first: a higher spec.weight (SCHEDULING_DOC, "Weighted NodePools").
     fallback_mechanism = FallbackMechanism(
         NODEPOOL_WEIGHT, user_action="run Karpenter (the NodePools' weights do the ranking)", source=SCHEDULING_DOC)
-    # A NodePool or EC2NodeClass change replaces no resource: Karpenter drifts the nodes it launched and
-    # replaces them, within the pool's Drifted budget (DISRUPTION_DOC, "Drift").
-    replacing_changes = {
-        "instance_type": f"a NodePool's requirements change drifts and replaces its nodes ({DISRUPTION_DOC})",
-        "capacity": f"a NodePool's capacity-type requirement change drifts and replaces its nodes ({DISRUPTION_DOC})",
-        "taints": f"a NodePool's taints change drifts and replaces its nodes ({DISRUPTION_DOC})",
-        "labels": f"a NodePool's labels change drifts and replaces its nodes ({DISRUPTION_DOC})",
+    # A NodePool or EC2NodeClass change replaces no resource: Karpenter marks the nodes it launched drifted
+    # (their NodeClaim no longer matches the NodePool's template hash or the EC2NodeClass's subnets, security
+    # groups or AMIs) and replaces them one by one within the pool's budgets (DISRUPTION_DOC, "Drift").
+    drifting_changes = {
+        "instance_type": f"the NodePool's requirements change: its nodes drift ({DISRUPTION_DOC}, Drift)",
+        "capacity": f"the NodePool's capacity-type requirement changes: its nodes drift ({DISRUPTION_DOC}, Drift)",
+        "taints": f"the NodePool's template taints change: its nodes drift ({DISRUPTION_DOC}, Drift)",
+        "labels": f"the NodePool's template labels change: its nodes drift ({DISRUPTION_DOC}, Drift)",
+        "settings.subnet_ids": f"the EC2NodeClass's subnetSelectorTerms change: its nodes drift ({DISRUPTION_DOC}, Drift)",
     }
 
     def template_gap(self, pool: Pool) -> str | None:

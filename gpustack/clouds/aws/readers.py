@@ -97,7 +97,8 @@ POOL_TYPES = (
               "labels": "spec.template.metadata.labels", "taints": "spec.template.spec.taints",
               "sharing": "spec.template.metadata.labels",
               "min_nodes": "the workloads' minimum replicas (a NodePool keeps no minimum)",
-              "max_nodes": "spec.limits.nodes", "cloud_name": "metadata.name"},
+              "max_nodes": "spec.limits.nodes", "cloud_name": "metadata.name",
+              "settings.subnet_ids": "the EC2NodeClass's spec.subnetSelectorTerms"},
              {SPOT: "a requirement karpenter.sh/capacity-type In [spot]",
               ON_DEMAND: "a requirement karpenter.sh/capacity-type In [on-demand]",
               RESERVED: "a requirement karpenter.sh/capacity-type In [reserved] and the EC2NodeClass's "
