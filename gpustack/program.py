@@ -10,6 +10,9 @@ and below.
                      (GPU Operator, dev auto-stop CronJobs, idle-GPU alerts) is declared too;
                      without it that layer is skipped, with a message (`gpustack render` writes
                      the same objects as YAML for GitOps)
+    gpustack:priorityExpander  (optional) `create` (default): gpustack creates the Cluster Autoscaler's
+                     priority-expander ConfigMap, and the deployment stops if the cluster has one;
+                     `merge`: the cluster's own is read and patched with gpustack's entries merged in
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ from __future__ import annotations
 import pulumi
 
 from gpustack.backends.base import DeployContext
+from gpustack.errors import did_you_mean
 from gpustack.pulumi import GpuPools, compile_target
 
 __all__ = ["GpuPools", "compile_target", "deploy_context", "main"]
+
+PRIORITY_EXPANDER_CHOICES = ("create", "merge")
 
 
 def main() -> None:
@@ -29,7 +35,7 @@ def main() -> None:
     kubernetes = deploy_context(config).kubernetes
     # The stack declared the pools at its root before the component existed: their URNs stay.
     pools = GpuPools(target_name, spec=config.require("spec"), target=target_name, kubernetes=kubernetes,
-                     keep_root_urns=True)
+                     keep_root_urns=True, merge_priority_expander=_merge_priorities(config))
     target = pools.target
     pulumi.export("target", target.name)
     pulumi.export("cloud", target.cloud)
@@ -37,6 +43,15 @@ def main() -> None:
     pulumi.export("gpus", {"baseline": target.gpus.baseline, "required": target.gpus.required,
                            "provisioned": target.gpus.provisioned})
     pulumi.export("estimated_monthly_cost_usd", round(target.cost.planned_monthly_usd, 2))
+
+
+def _merge_priorities(config: pulumi.Config) -> bool:
+    """gpustack:priorityExpander as a choice: merge into the cluster's ConfigMap, or create one."""
+    choice = config.get("priorityExpander") or "create"
+    if choice not in PRIORITY_EXPANDER_CHOICES:
+        raise pulumi.RunError(f"gpustack:priorityExpander is {choice!r}; expected one of "
+                              f"{', '.join(PRIORITY_EXPANDER_CHOICES)}{did_you_mean(choice, PRIORITY_EXPANDER_CHOICES)}")
+    return choice == "merge"
 
 
 def deploy_context(config: pulumi.Config) -> DeployContext:

@@ -57,6 +57,10 @@ class GpuPools(pulumi.ComponentResource):
     node pool), `gpus` (GPUs provisioned at peak), `monthly_cost_usd` (the plan's estimate). `pools`
     holds the per-pool components; `plan` and `target` what was compiled.
 
+    `merge_priority_expander`: the cluster has a Cluster Autoscaler priority-expander ConfigMap of its
+    own; it is read and patched with the target's spot-first entries merged in, instead of one being
+    created (which the cluster would refuse as AlreadyExists).
+
     `keep_root_urns`: for a stack whose resources were declared at its root before (by earlier
     versions of `gpustack.program.main()`): each direct child gets an alias to its old URN, so
     wrapping them in the component replaces nothing
@@ -71,7 +75,8 @@ class GpuPools(pulumi.ComponentResource):
     def __init__(self, name: str, spec: str | os.PathLike[str], target: str, *,
                  cluster: pulumi.Input[str] | pulumi.Resource | None = None,
                  kubernetes: pulumi.ProviderResource | None = None, catalogs: Sequence[str] = (),
-                 keep_root_urns: bool = False, opts: pulumi.ResourceOptions | None = None) -> None:
+                 keep_root_urns: bool = False, merge_priority_expander: bool = False,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         if keep_root_urns:
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[self._at_root]))
         super().__init__(TYPE, name, None, opts)
@@ -86,7 +91,8 @@ class GpuPools(pulumi.ComponentResource):
 
             # A priority-expander ConfigMap may name the node pools by id, known only from the backend.
             in_cluster.declare(self.target, self.plan, kubernetes,
-                               {n: c.outputs[POOL_ID] for n, c in self.pools.items()}, parent=self)
+                               {n: c.outputs[POOL_ID] for n, c in self.pools.items()}, parent=self,
+                               merge_priorities=merge_priority_expander)
         pools = sorted(self.target.pools, key=lambda p: p.name)
         self.pool_names = pulumi.Output.from_input({p.name: p.cloud_name for p in pools})
         self.pool_ids = pulumi.Output.all(**{p.name: self.pools[p.name].outputs[POOL_ID] for p in pools})

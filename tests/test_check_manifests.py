@@ -160,3 +160,14 @@ def test_cli_exit_codes_directory_and_stdin(tmp_path, capsys, monkeypatch):
 def test_cli_bad_yaml_is_a_located_error(tmp_path, capsys, monkeypatch):
     code, out = _cli(tmp_path, capsys, monkeypatch, "kind: Deployment\n---\nspec: [\n")
     assert code == 2 and "all.yaml:4:1: not valid YAML" in out.err and "Traceback" not in out.err
+
+
+def test_scripts_of_several_lines_are_read_but_terminal_escapes_are_refused(tmp_path, capsys, monkeypatch):
+    # Real manifests carry multi-line text (a container's shell script, embedded config).
+    objects = _patched("aws-prod")
+    pod_spec(objects["llm-pretrain"])["containers"][0]["args"] = ["set -e\ntorchrun\ttrain.py\n"]
+    code, out = _cli(tmp_path, capsys, monkeypatch, yaml.safe_dump_all(list(objects.values())))
+    assert code == 0 and out.out == "aws-prod: manifests land on their pools\n"
+    pod_spec(objects["llm-pretrain"])["containers"][0]["args"] = ["\x1b[2J"]
+    code, out = _cli(tmp_path, capsys, monkeypatch, yaml.safe_dump_all(list(objects.values())))
+    assert code == 2 and "control character U+001B" in out.err and "\x1b" not in out.err

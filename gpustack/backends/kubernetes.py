@@ -13,6 +13,7 @@ The cluster is reached through a Kubernetes provider built from the secret Pulum
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,8 +21,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import autoscaling, in_cluster
+from gpustack.render import InCluster, autoscaling, in_cluster
 from gpustack.render.operator import HelmRelease
+from gpustack.render.priority_merge import merge_priorities
 
 PROVIDER_NAME = "gpustack-kubernetes"
 # kind -> resource class; fields of the object other than apiVersion/kind become its arguments.
@@ -60,14 +62,28 @@ def provider(kubeconfig: pulumi.Input[str]) -> k8s.Provider:
 
 def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
             node_group_ids: Mapping[str, pulumi.Input[str]] | None = None,
-            parent: pulumi.Resource | None = None) -> dict[str, pulumi.Resource]:
+            parent: pulumi.Resource | None = None, merge_priorities: bool = False) -> dict[str, pulumi.Resource]:
     """Declare the target's in-cluster objects (under `parent`, when given); returns them by
     `<kind>:<resource name>`.
 
     `node_group_ids` (plan pool name -> the cloud's id of the created pool) completes what `gpustack
     render` cannot write: the priority-expander ConfigMap where node groups are named by those ids (OKE).
+    `merge_priorities`: the cluster has a priority-expander ConfigMap of its own, which is read and
+    patched with gpustack's entries merged in (`priority_merge`) instead of one being created.
     """
     rendered = in_cluster(plan, target)
+    if merge_priorities:
+        return _declare_merging(rendered, target, plan, provider, node_group_ids, parent)
+    declared = _declare_rendered(rendered, provider, parent)
+    if node_group_ids and autoscaling.needs_node_group_ids(target):
+        configmap = _priority_configmap(target, plan, node_group_ids, provider, parent)
+        declared[f"ConfigMap:{autoscaling.priority_configmap_key(target)}"] = configmap
+    return declared
+
+
+def _declare_rendered(rendered: InCluster, provider: pulumi.ProviderResource,
+                      parent: pulumi.Resource | None) -> dict[str, pulumi.Resource]:
+    """The rendered objects and Helm releases, namespaces first."""
     declared: dict[str, pulumi.Resource] = {}
     namespaces: dict[str, pulumi.Resource] = {}
     in_namespace: dict[str, list[pulumi.Resource]] = {}
@@ -81,9 +97,6 @@ def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
             in_namespace.setdefault(obj["metadata"]["name"], []).append(resource)
         elif namespace is not None:
             in_namespace.setdefault(namespace, []).append(resource)
-    if node_group_ids and autoscaling.needs_node_group_ids(target):
-        configmap = _priority_configmap(target, plan, node_group_ids, provider, parent)
-        declared[f"ConfigMap:{autoscaling.priority_configmap_key(target)}"] = configmap
     if rendered.operator is not None:
         # The values name the ConfigMaps of the operator's namespace: install once they exist.
         _release(declared, rendered.operator, provider, in_namespace.get(rendered.operator.namespace, []), parent)
@@ -92,6 +105,42 @@ def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
         operator_release = [declared[k] for k in declared if k.startswith("Release:")]
         _release(declared, rendered.hami, provider, operator_release, parent)
     return declared
+
+
+def _declare_merging(rendered: InCluster, target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
+                     node_group_ids: Mapping[str, pulumi.Input[str]] | None,
+                     parent: pulumi.Resource | None) -> dict[str, pulumi.Resource]:
+    """`declare` with the priority ConfigMap merged into the cluster's own (read at every preview/update)."""
+    ours = [o for o in rendered.objects if _is_priority_configmap(o)]
+    others = dataclasses.replace(rendered, objects=tuple(o for o in rendered.objects if not _is_priority_configmap(o)))
+    declared = _declare_rendered(others, provider, parent)
+    wanted: pulumi.Output[dict[str, Any] | None]
+    if ours:
+        wanted = pulumi.Output.from_input(ours[0])
+    elif node_group_ids and autoscaling.needs_node_group_ids(target):
+        wanted = _priority_dict(target, plan, node_group_ids)
+    else:
+        raise pulumi.RunError(f"gpustack:priorityExpander is merge, but target {target.name} writes no "
+                              "priority-expander ConfigMap (no spot pool with an on-demand fallback, or its "
+                              "autoscaler ranks pools another way): unset it")
+    key = autoscaling.priority_configmap_key(target)
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider)
+    live = k8s.core.v1.ConfigMap.get(f"{key}-live", key, opts=opts)
+    merged = pulumi.Output.all(live.metadata, live.data, wanted).apply(
+        lambda found: merge_priorities({"kind": "ConfigMap", "metadata": found[0], "data": found[1] or {}},
+                                       found[2], f"the cluster's {key}"))
+    # The owner's fields stay theirs; `priorities` and gpustack's key are taken over (patchForce),
+    # and kept when the stack is destroyed (removing them would leave the autoscaler with no priorities).
+    metadata = wanted.apply(lambda w: {**w["metadata"], "annotations": {"pulumi.com/patchForce": "true"}}
+                            if w is not None else {})
+    declared[f"ConfigMapPatch:{key}"] = k8s.core.v1.ConfigMapPatch(
+        key, metadata=metadata, data=merged.apply(lambda m: m["data"]),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=True)))
+    return declared
+
+
+def _is_priority_configmap(obj: dict[str, Any]) -> bool:
+    return obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == autoscaling.PRIORITY_CONFIGMAP
 
 
 def _release(declared: dict[str, pulumi.Resource], release: HelmRelease, provider: pulumi.ProviderResource,
@@ -108,12 +157,17 @@ def _release(declared: dict[str, pulumi.Resource], release: HelmRelease, provide
     )
 
 
-def _priority_configmap(target: TargetPlan, plan: Plan, node_group_ids: Mapping[str, pulumi.Input[str]],
-                        provider: pulumi.ProviderResource, parent: pulumi.Resource | None = None) -> pulumi.Resource:
+def _priority_dict(target: TargetPlan, plan: Plan,
+                   node_group_ids: Mapping[str, pulumi.Input[str]]) -> pulumi.Output[dict[str, Any] | None]:
     """The priority-expander ConfigMap built from the created pools' ids (the same dict as rendered)."""
     names = sorted(node_group_ids)
-    built = pulumi.Output.all(*(node_group_ids[n] for n in names)).apply(
+    return pulumi.Output.all(*(node_group_ids[n] for n in names)).apply(
         lambda ids: autoscaling.priority_configmap(plan, target, dict(zip(names, ids))))
+
+
+def _priority_configmap(target: TargetPlan, plan: Plan, node_group_ids: Mapping[str, pulumi.Input[str]],
+                        provider: pulumi.ProviderResource, parent: pulumi.Resource | None = None) -> pulumi.Resource:
+    built = _priority_dict(target, plan, node_group_ids)
     return k8s.core.v1.ConfigMap(autoscaling.priority_configmap_key(target),
                                  metadata=built["metadata"], data=built["data"],
                                  opts=pulumi.ResourceOptions(parent=parent, provider=provider))

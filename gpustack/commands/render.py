@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpustack.plan.model import TargetPlan
+    from gpustack.render import InCluster
 
 NAME = "render"
 HELP = "write a target's Kubernetes objects (GPU Operator values, auto-stop, alerts) as YAML for GitOps"
@@ -26,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workloads", action="store_true",
                         help="write instead what lands each workload on its pools: kustomize patches and Helm values "
                              f"(default --out: {DEFAULT_WORKLOADS_OUT})")
+    parser.add_argument("--merge-priorities", metavar="FILE",
+                        help="the cluster's existing priority-expander ConfigMap (kubectl get configmap "
+                             "cluster-autoscaler-priority-expander -n <namespace> -o yaml): write it merged "
+                             "with the target's entries instead of a ConfigMap that would replace it")
     parser.add_argument("--out", help=f"output directory, replaced as a whole (default: {DEFAULT_OUT})")
 
 
@@ -41,12 +46,36 @@ def run(args: argparse.Namespace) -> int:
     if args.workloads:
         return _workloads(target, Path(args.out) if args.out else Path("rendered") / f"{target.name}-workloads")
     rendered = in_cluster(plan, target)
+    if args.merge_priorities:
+        rendered = _merged(rendered, args.merge_priorities)
     files = render_files(rendered)
     out = Path(args.out) if args.out else Path("rendered") / target.name
     _write(out, files)
     extra = " and the GPU Operator's Helm values" if rendered.operator else ""
     print(f"{out}: {len(rendered.objects)} objects{extra} for target {target.name}")
     return 0
+
+
+def _merged(rendered: InCluster, path: str) -> InCluster:
+    """`rendered` with its priority-expander ConfigMap merged into the cluster's one, read from `path`."""
+    import dataclasses
+
+    from gpustack.errors import UsageError
+    from gpustack.files import FileRefused, read_limited
+    from gpustack.render.autoscaling import PRIORITY_CONFIGMAP
+    from gpustack.render.priority_merge import PriorityMergeError, merge_priorities
+    from gpustack.spec.yamlsource import MAX_FILE_BYTES, parse
+
+    ours = [o for o in rendered.objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == PRIORITY_CONFIGMAP]
+    if not ours:
+        raise UsageError(f"--merge-priorities: target {rendered.target} writes no priority-expander ConfigMap "
+                         "(no spot pool with an on-demand fallback, or its autoscaler ranks pools another way)")
+    try:
+        existing = parse(read_limited(path, MAX_FILE_BYTES, "ConfigMap file"), path, multiline=True).data
+        merged = merge_priorities(existing if isinstance(existing, dict) else {}, ours[0], path)
+    except (FileRefused, PriorityMergeError) as exc:
+        raise UsageError(f"--merge-priorities {path}: {exc}" if isinstance(exc, FileRefused) else str(exc)) from None
+    return dataclasses.replace(rendered, objects=tuple(merged if o is ours[0] else o for o in rendered.objects))
 
 
 def _write(out: Path, files: dict[str, str]) -> None:

@@ -56,8 +56,14 @@ def node_group_regex(mechanism: FallbackMechanism, cloud_name: str) -> str:
 
 def priorities_text(spot: list[str], fallback: list[str]) -> str:
     """The ConfigMap's `priorities` value: regexes per priority, highest first."""
-    table = {SPOT_PRIORITY: sorted(spot), FALLBACK_PRIORITY: sorted(fallback), OTHER_PRIORITY: [OTHER_NODE_GROUPS]}
-    return yaml.safe_dump(table, sort_keys=False, default_flow_style=False, width=1000)
+    return priorities_table_text({SPOT_PRIORITY: sorted(spot), FALLBACK_PRIORITY: sorted(fallback),
+                                  OTHER_PRIORITY: [OTHER_NODE_GROUPS]})
+
+
+def priorities_table_text(table: Mapping[int, list[str]]) -> str:
+    """A `priorities` value from priority -> regexes, highest priority first, each list as given."""
+    ordered = {priority: list(table[priority]) for priority in sorted(table, reverse=True)}
+    return yaml.safe_dump(ordered, sort_keys=False, default_flow_style=False, width=1000)
 
 
 def priority_configmap(plan: Plan, target: TargetPlan,

@@ -33,6 +33,7 @@ from gpustack.errors import UsageError
 from gpustack.render import KIND_ORDER, InCluster
 from gpustack.render.autoscaling import PRIORITY_CONFIGMAP
 from gpustack.render.operator import install_command
+from gpustack.render.priority_merge import OWNED_KEY
 from gpustack.render.workloads import WorkloadWiring, helm_values, kustomization, patch, patch_file
 
 MARKER = ".gpustack-render"
@@ -73,15 +74,24 @@ def header(target: str) -> str:
 # cluster already has replaces its entries, so the file says how to check and merge first.
 PRIORITY_NOTE = (
     "# One per cluster: the Cluster Autoscaler reads only this ConfigMap. If the cluster already has one\n"
-    "# (kubectl get configmap {name} -n {namespace} -o yaml), `kubectl apply` of this\n"
-    "# file replaces its priorities: merge its entries into this file's first (keep the anchored regexes\n"
-    "# above `.*`). `kubectl create -f` refuses to replace an existing one, and so does Flux with the\n"
+    "# (kubectl get configmap {name} -n {namespace} -o yaml > existing.yaml), `kubectl apply` of\n"
+    "# this file replaces its priorities: render with --merge-priorities existing.yaml instead, which keeps its\n"
+    "# entries. `kubectl create -f` refuses to replace an existing one, and so does Flux with the\n"
     "# annotation kustomize.toolkit.fluxcd.io/ssa: IfNotPresent.\n")
+
+
+MERGED_PRIORITY_NOTE = (
+    "# The cluster's ConfigMap given to --merge-priorities with this target's entries merged in (the key\n"
+    "# gpustack-owned lists them): apply it in place of the cluster's, and render again with the live one\n"
+    "# whenever either changes. If Helm manages the cluster's (the cluster-autoscaler chart's\n"
+    "# expanderPriorities), put these priorities in that value instead, or the next upgrade undoes them.\n")
 
 
 def object_note(obj: dict[str, Any]) -> str:
     """What a person applying the object's file must know beyond the object itself."""
     meta = obj["metadata"]
+    if obj["kind"] == "ConfigMap" and meta["name"] == PRIORITY_CONFIGMAP and OWNED_KEY in obj["data"]:
+        return MERGED_PRIORITY_NOTE
     if obj["kind"] == "ConfigMap" and meta["name"] == PRIORITY_CONFIGMAP:
         return PRIORITY_NOTE.format(name=meta["name"], namespace=meta.get("namespace", ""))
     return ""

@@ -45,6 +45,8 @@ Path = tuple[str | int, ...]
 # Characters no spec string may hold: C0 and C1 controls (newline and tab included: every spec string is
 # one line), DEL, zero-width and bidirectional formatting characters, the byte-order mark.
 _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+# Kubernetes objects hold text of several lines (scripts, embedded YAML): line breaks and tabs allowed.
+_INVISIBLE_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 
 
 def path_str(path: Path) -> str:
@@ -102,11 +104,12 @@ _SCALAR_TAGS = {
 }
 
 
-def parse(text: str | bytes, file: str) -> Document:
-    """Parse one YAML document into located plain data, or raise SpecError."""
+def parse(text: str | bytes, file: str, multiline: bool = False) -> Document:
+    """Parse one YAML document into located plain data, or raise SpecError. `multiline`: strings may
+    hold line breaks and tabs (a Kubernetes object), not only one line of visible text (a spec)."""
     text = _yaml_text(text, file, "a spec")
     with _no_gc():  # parsing allocates many small acyclic objects: collections only cost time here
-        return _parse(text, file)
+        return _parse(text, file, multiline)
 
 
 def _yaml_text(text: str | bytes, file: str, what: str) -> str:
@@ -148,10 +151,10 @@ def parse_all(text: str | bytes, file: str) -> list[Document]:
             raise _fail(file, None, f"not valid YAML: {str(exc).splitlines()[0]}") from None
         except RecursionError:
             raise _fail(file, None, f"the YAML is nested too deeply (at most {MAX_DEPTH} levels)") from None
-        return [_Converter(file).convert(root) for root in roots]
+        return [_Converter(file, multiline=True).convert(root) for root in roots]
 
 
-def _parse(text: str, file: str) -> Document:
+def _parse(text: str, file: str, multiline: bool) -> Document:
     try:
         _check_size(text, file)
         loader = _Loader(text)
@@ -169,12 +172,13 @@ def _parse(text: str, file: str) -> Document:
         raise _fail(file, None, f"the YAML is nested too deeply (at most {MAX_DEPTH} levels)") from None
     if root is None:
         raise _fail(file, None, "the file is empty; a spec starts with 'version: 1'")
-    return _Converter(file).convert(root)
+    return _Converter(file, multiline).convert(root)
 
 
 class _Converter:
-    def __init__(self, file: str):
+    def __init__(self, file: str, multiline: bool = False):
         self.file = file
+        self.invisible = _INVISIBLE_IN_TEXT if multiline else _INVISIBLE
         self.marks: dict[Path, tuple[int, int]] = {}
         self.key_marks: dict[Path, tuple[int, int]] = {}
         self.typed_keys: dict[Path, str] = {}
@@ -225,7 +229,7 @@ class _Converter:
         raise _fail(self.file, node.start_mark, "unsupported YAML node")  # pragma: no cover
 
     def _checked(self, value: Any, node: yaml.ScalarNode, path: Path) -> Any:
-        if isinstance(value, str) and (found := _INVISIBLE.search(value)):
+        if isinstance(value, str) and (found := self.invisible.search(value)):
             message = (f"{show(value)} contains the control character U+{ord(found.group()):04X}; spec strings "
                        "are one line of visible text")
             raise SpecError([Problem(_loc(self.file, node.start_mark), path_str(path), message)])
