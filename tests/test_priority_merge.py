@@ -66,7 +66,7 @@ def test_a_naive_merge_at_gpustacks_fixed_priorities_would_tie_spot_and_fallback
 
 
 def test_merging_again_changes_nothing_and_a_removed_pool_leaves_no_entry():
-    plan, target, ours, groups = aws_case()
+    _, _, ours, _ = aws_case()
     once = merge_priorities(cluster_configmap(), ours, "existing.yaml")
     assert merge_priorities(once, ours, "existing.yaml") == once
     # One fine-tuning workload fewer: its regexes (listed under gpustack-owned) go; the owner's stay.
