@@ -131,8 +131,8 @@ def _declare_merging(rendered: InCluster, target: TargetPlan, plan: Plan, provid
                                        found[2], f"the cluster's {key}"))
     # The owner's fields stay theirs; `priorities` and gpustack's key are taken over (patchForce),
     # and kept when the stack is destroyed (removing them would leave the autoscaler with no priorities).
-    metadata = wanted.apply(lambda w: {**w["metadata"], "annotations": {"pulumi.com/patchForce": "true"}}
-                            if w is not None else {})
+    metadata: pulumi.Output[Any] = wanted.apply(
+        lambda w: {**w["metadata"], "annotations": {"pulumi.com/patchForce": "true"}} if w is not None else {})
     declared[f"ConfigMapPatch:{key}"] = k8s.core.v1.ConfigMapPatch(
         key, metadata=metadata, data=merged.apply(lambda m: m["data"]),
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=True)))
@@ -140,7 +140,7 @@ def _declare_merging(rendered: InCluster, target: TargetPlan, plan: Plan, provid
 
 
 def _is_priority_configmap(obj: dict[str, Any]) -> bool:
-    return obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == autoscaling.PRIORITY_CONFIGMAP
+    return bool(obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == autoscaling.PRIORITY_CONFIGMAP)
 
 
 def _release(declared: dict[str, pulumi.Resource], release: HelmRelease, provider: pulumi.ProviderResource,

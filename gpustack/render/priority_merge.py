@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpustack.render.autoscaling import FALLBACK_PRIORITY, SPOT_PRIORITY, priorities_table_text
-from gpustack.spec.yamlsource import SpecError, parse
+from gpustack.errors import SpecError
+from gpustack.spec.yamlsource import parse
 
 SOURCE = "https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/expander/priority/priority.go"
 OWNED_KEY = "gpustack-owned"  # gpustack's regexes of the last merge, one per line
