@@ -42,6 +42,15 @@ def karpenter_example_text() -> str:
     return yaml.safe_dump({**doc, "targets": [aws]}, sort_keys=False)
 
 
+def compute_class_example_text() -> str:
+    """The example's gcp target as `gcp-compute-class`, provisioned by GKE ComputeClasses (a test-only
+    spec, so the example's own targets and their resources stay as they are)."""
+    doc = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    [gcp] = [t for t in doc["targets"] if t["name"] == "gcp-prod"]
+    gcp = {**gcp, "name": "gcp-compute-class", "settings": {**gcp["settings"], "provisioner": "compute-class"}}
+    return yaml.safe_dump({**doc, "targets": [gcp]}, sort_keys=False)
+
+
 def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip("\n")
 

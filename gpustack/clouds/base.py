@@ -124,7 +124,7 @@ class FallbackMechanism:
     when spot capacity is short (by default nothing does: the Cluster Autoscaler's `random` expander
     picks either), and what of it is outside gpustack's reach."""
 
-    kind: str  # PRIORITY_EXPANDER | COMPUTE_CLASS | NODEPOOL_WEIGHT
+    kind: str  # PRIORITY_EXPANDER | COMPUTE_CLASS | NODEPOOL_WEIGHT | CLASS_PRIORITIES
     # PRIORITY_EXPANDER: the autoscaler's id of a pool's node group as a regex, `{pool}` standing for the
     # pool's cloud name (RE2 and Python agree on the syntax used); None when the id exists only once the
     # pool does (an OCID), so only the Pulumi program can name it.
@@ -132,7 +132,8 @@ class FallbackMechanism:
     node_group_example: str = ""  # a documented id of that shape, `{pool}` for the cloud name (tests)
     # PRIORITY_EXPANDER: the namespace the autoscaler reads its priority ConfigMap from.
     namespace: str | None = None
-    # COMPUTE_CLASS: the node label and taint key that tie a pool to its class, and the class's apiVersion.
+    # COMPUTE_CLASS, CLASS_PRIORITIES: the node label and taint key that tie a pool to its class, and the
+    # class's apiVersion.
     pool_marker: str | None = None
     api_version: str | None = None
     user_action: str = ""  # what the user must set, which gpustack does not own
@@ -184,6 +185,9 @@ class FloorUpgradeRule:
 PRIORITY_EXPANDER = "priority-expander"
 COMPUTE_CLASS = "compute-class"
 NODEPOOL_WEIGHT = "nodepool-weight"  # Karpenter: spot NodePools carry a higher spec.weight
+# The pools that carry one workload are the priorities of one class object, tried in order (reserved
+# floor, then spot, then on-demand); every pool is in exactly one class, named by `pool_marker`.
+CLASS_PRIORITIES = "class-priorities"
 
 
 class Cloud:

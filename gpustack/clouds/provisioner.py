@@ -18,8 +18,10 @@ Karpenter or a cloud's auto-provisioning. The provisioner owns everything that d
 - `template_node(...)`: the autoscaler's view of a node of the pool before one exists;
 - `backend`: the module of the bundle that declares its Pulumi resources;
 - `objects(pool, labels)`: where the pools are Kubernetes objects (Karpenter's NodePools), those
-  objects as data, which `gpustack render` writes and the backend declares; `pool_notes` what the
-  plan says about a pool under this provisioner; `template_gap` what its autoscaler cannot be told.
+  objects as data, which `gpustack render` writes and the backend declares; `class_objects(pools,
+  labels)` the same for objects that each provision several pools (a class whose priorities are
+  pools); `pool_notes` what the plan says about a pool under this provisioner; `template_gap` what
+  its autoscaler cannot be told.
 
 A target picks one with `settings.provisioner` (default: the first of `Cloud.provisioners`); each is
 the module `gpustack/clouds/<cloud>/<name>.py` (dashes as underscores) exporting `PROVISIONER`, the
@@ -29,7 +31,7 @@ class.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpustack.clouds.base import FallbackMechanism, Feature
@@ -152,6 +154,12 @@ class Provisioner:
         """The Kubernetes objects that provision `pool` (default: none, the cloud's API does), with
         `labels` on their metadata."""
         del pool, labels
+        return ()
+
+    def class_objects(self, pools: Sequence[Pool], labels: Mapping[str, str]) -> tuple[dict[str, Any], ...]:
+        """The Kubernetes objects that each provision several of the target's `pools` (default: none),
+        with `labels` on their metadata."""
+        del pools, labels
         return ()
 
     def compile(self, pool: Pool, target: Target) -> CompiledPool:

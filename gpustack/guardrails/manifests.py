@@ -15,6 +15,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gpustack.clouds import CLOUDS
+from gpustack.clouds.base import CLASS_PRIORITIES
 from gpustack.errors import Location
 from gpustack.plan.model import PodRequest, Pool, Taint, TargetPlan
 from gpustack.plan.pools import CHECKPOINTING_LABEL, POOL_LABEL, WORKLOAD_LABEL
@@ -208,6 +210,13 @@ def check(target: TargetPlan, documents: Sequence[Document]) -> list[ManifestFin
     return findings
 
 
+def _class_marker(target: TargetPlan) -> str | None:
+    """The class label pods must select by nodeSelector where the pools are a class's priorities: nodes
+    are created only for pods that select the class."""
+    mechanism = CLOUDS.get(target.cloud).provisioner(target.provisioner).fallback_mechanism
+    return mechanism.pool_marker if mechanism is not None and mechanism.kind == CLASS_PRIORITIES else None
+
+
 def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any],
                   asked: Mapping[str, tuple[int | None, Path]]) -> list[ManifestFinding]:
     pools = {p.name: p for p in target.pools}
@@ -227,6 +236,13 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
                     f"add {{key: {taint.key}, operator: Exists, effect: {taint.effect}}} to tolerations")
     wanted = f"{POOL_LABEL} In ({', '.join(sorted(request.pools))})"
     affinity_path = (*spec_path, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    marker = _class_marker(target)
+    if marker is not None and marker in dict(request.node_selector):
+        selector = f"nodeSelector {{{marker}: {dict(request.node_selector)[marker]}}}"
+        if _str_map(pod_spec.get("nodeSelector")).get(marker) != dict(request.node_selector)[marker]:
+            finding((*spec_path, "nodeSelector"), "its pods do not select the class of its pools by nodeSelector "
+                    f"{marker}, so no node of its pools is created for them",
+                    f"set {selector}")
     if selects(pod_spec, {}):
         finding(affinity_path, "no nodeSelector or required node affinity selects its pools: its pods may run on "
                 "any node that offers the resource", f"require node affinity {wanted}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from gpustack.clouds.base import COMPUTE_CLASS, NODEPOOL_WEIGHT
+from gpustack.clouds.base import CLASS_PRIORITIES, COMPUTE_CLASS, NODEPOOL_WEIGHT
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.model import FallbackGroup, Pool, Taint
 from gpustack.plan.pools import PLAN_NAMES, schedule_tag, shares_tag, slug
@@ -63,14 +63,55 @@ def fallback_groups(pools: Sequence[Pool]) -> tuple[FallbackGroup, ...]:
     return tuple(sorted(groups, key=lambda g: g.name))
 
 
+# The order in which a class tries its pools (CLASS_PRIORITIES): the reservation a floor pays for
+# anyway, then spot, then on-demand; a pool that backs or tops up another comes after it.
+_CAPACITY_RANK = {"reserved": 0, "spot": 1, "on-demand": 2}
+_ROLE_RANK = {"floor": 0, "main": 1, "burst": 2, "fallback": 2}
+
+
+def priority_order(pool: Pool) -> tuple[int, int, str]:
+    return _CAPACITY_RANK.get(pool.capacity, 3), _ROLE_RANK.get(pool.role, 3), pool.name
+
+
+def pool_classes(pools: Sequence[Pool]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(class name, its pools in priority order) for CLASS_PRIORITIES: the pools that carry a common
+    workload (transitively) form one class, so each workload's pods select one class; the class is named
+    after its first pool's cloud name, so adding a workload to a pool renames nothing."""
+    parent = {p.name: p.name for p in pools}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            name = parent[name]
+        return name
+
+    carrier: dict[str, str] = {}
+    for pool in sorted(pools, key=lambda p: p.name):
+        for workload in pool.workloads:
+            first = carrier.setdefault(workload, pool.name)
+            parent[root(pool.name)] = root(first)
+    members: dict[str, list[Pool]] = {}
+    for pool in pools:
+        members.setdefault(root(pool.name), []).append(pool)
+    classes = []
+    for group in members.values():
+        ordered = sorted(group, key=priority_order)
+        classes.append((ordered[0].cloud_name, tuple(p.name for p in ordered)))
+    return tuple(sorted(classes))
+
+
 def mark_pools(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[Pool, ...]:
     """Where the cloud ties pools to a class by node label and taint (GKE ComputeClass), the pools of
-    each fallback group carry `<marker>=<group name>` as both; elsewhere the pools are unchanged."""
+    each fallback group (CLASS_PRIORITIES: every pool, `pool_classes`) carry `<marker>=<class name>` as
+    both; elsewhere the pools are unchanged."""
     mechanism = provisioner.fallback_mechanism
-    if mechanism is None or mechanism.kind != COMPUTE_CLASS or mechanism.pool_marker is None:
+    if (mechanism is None or mechanism.kind not in (COMPUTE_CLASS, CLASS_PRIORITIES)
+            or mechanism.pool_marker is None):
         return tuple(pools)
     marker = mechanism.pool_marker
-    group_of = {name: g.name for g in fallback_groups(pools) for name in g.spot + g.fallback}
+    if mechanism.kind == CLASS_PRIORITIES:
+        group_of = {name: cls for cls, names in pool_classes(pools) for name in names}
+    else:
+        group_of = {name: g.name for g in fallback_groups(pools) for name in g.spot + g.fallback}
     marked = []
     for pool in pools:
         name = group_of.get(pool.name)
@@ -98,6 +139,10 @@ def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], l
         if mechanism.kind == COMPUTE_CLASS:
             how = (f"they form the ComputeClass {group.name} (spot pools first, the fallback when they cannot "
                    f"grow), and gpustack labels and taints them {mechanism.pool_marker}={group.name}")
+        elif mechanism.kind == CLASS_PRIORITIES:
+            cls = next(c for c, names in pool_classes(pools) if group.spot[0] in names) if group.spot else "?"
+            how = (f"they are the priorities of the ComputeClass {cls}, spot first: a fallback node is created "
+                   "only when no spot node can be")
         elif mechanism.kind == NODEPOOL_WEIGHT:
             how = "Karpenter tries the spot pools' NodePools first: they carry a higher spec.weight than the fallback's"
         elif mechanism.node_group is not None:

@@ -75,6 +75,7 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
     provisioner = cloud.provisioner(target.provisioner)
     node_objects = [obj for pool in target.pools
                     for obj in provisioner.objects(pool, object_labels(plan, target, pool))]
+    node_objects.extend(provisioner.class_objects(target.pools, object_labels(plan, target)))
     return InCluster(target.name, tuple(sorted(objects, key=object_key)), release, hami.release(target),
                      tuple(sorted(node_objects, key=object_key)))
 

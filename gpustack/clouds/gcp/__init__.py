@@ -6,6 +6,8 @@
     readers.py  guardrail readers of its node-pool resources and native schedules
     mocks.py    Pulumi mock answers for its data sources and computed outputs
     managed.py  the default provisioner: node pools compiled for the GKE API, gaps, replacements
+    compute_class.py  the `compute-class` provisioner: ComputeClasses whose priorities are the pools
+    compute_class_backend.py  their Pulumi resources (imported only by the Pulumi program)
     prices.py   the price feed of `gpustack catalog refresh`
 """
 

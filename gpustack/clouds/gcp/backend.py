@@ -45,28 +45,8 @@ def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> 
     outputs: dict[str, Any] = {}
     reservation_affinity = None
     if compiled.reservation:
-        # Reservations are zonal: one per zone of the plan's spread (all under the pool's reservation
-        # name, unique per zone), else the whole floor in the first zone.
-        parts = list(pool.reservations) or [(zones[0], pool.reserved_nodes)]
-        zones = [zone for zone, _ in parts]
         name = compiled.reservation.name
-        for zone, count in parts:
-            suffix = "" if len(parts) == 1 and not pool.reservations else f"-{zone}"
-            gcp.compute.Reservation(
-                f"{pool.name}-reservation{suffix}",
-                name=name,
-                zone=zone,
-                project=project,
-                specific_reservation=gcp.compute.ReservationSpecificReservationArgs(
-                    count=count,
-                    instance_properties=gcp.compute.ReservationSpecificReservationInstancePropertiesArgs(
-                        machine_type=pool.instance_type,
-                        guest_accelerators=[
-                            gcp.compute.ReservationSpecificReservationInstancePropertiesGuestAcceleratorArgs(
-                                accelerator_type=accelerator, accelerator_count=pool.gpus_per_node)])),
-                # Only node pools that name it may consume it, so other VMs cannot eat the floor.
-                specific_reservation_required=True,
-                opts=opts)
+        zones = declare_reservations(pool, name, accelerator, project, opts)
         reservation_affinity = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
             consume_reservation_type=compiled.reservation.consume_reservation_type, key=compiled.reservation.key,
             values=[name])
@@ -98,6 +78,33 @@ def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> 
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(ignore_changes=_INITIAL_COUNT_IGNORED)))
     outputs[POOL_ID] = node_pool.id
     return outputs
+
+
+def declare_reservations(pool: Pool, name: str, accelerator: str, project: str | None,
+                         opts: pulumi.ResourceOptions) -> list[str]:
+    """The specific Compute Engine reservation(s) of a reserved floor, named `name`; returns their zones.
+
+    Reservations are zonal: one per zone of the plan's spread (all under the pool's reservation name,
+    unique per zone), else the whole floor in the pool's first zone."""
+    parts = list(pool.reservations) or [(pool.zones[0], pool.reserved_nodes)]
+    for zone, count in parts:
+        suffix = "" if len(parts) == 1 and not pool.reservations else f"-{zone}"
+        gcp.compute.Reservation(
+            f"{pool.name}-reservation{suffix}",
+            name=name,
+            zone=zone,
+            project=project,
+            specific_reservation=gcp.compute.ReservationSpecificReservationArgs(
+                count=count,
+                instance_properties=gcp.compute.ReservationSpecificReservationInstancePropertiesArgs(
+                    machine_type=pool.instance_type,
+                    guest_accelerators=[
+                        gcp.compute.ReservationSpecificReservationInstancePropertiesGuestAcceleratorArgs(
+                            accelerator_type=accelerator, accelerator_count=pool.gpus_per_node)])),
+            # Only node pools that name it may consume it, so other VMs cannot eat the floor.
+            specific_reservation_required=True,
+            opts=opts)
+    return [zone for zone, _ in parts]
 
 
 def _accelerator(pool: Pool, compiled: GkeNodePool) -> gcp.container.NodePoolNodeConfigGuestAcceleratorArgs:

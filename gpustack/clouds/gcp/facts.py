@@ -147,6 +147,7 @@ class GKE(Cloud):
     name = "gcp"
     aliases = ("gke", "google")
     display_name = "GKE"
+    provisioners = ("managed", "compute-class")
     # The generated preview job impersonates a viewer service account through workload identity
     # federation (the provider's attribute condition names the repository's preview environment).
     preview_login = PreviewLogin(
