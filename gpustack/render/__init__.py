@@ -34,8 +34,16 @@ GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every clou
 # Apply order of the kinds gpustack emits.
 KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30, "Role": 31,
               "RoleBinding": 32, "NetworkPolicy": 35, "CronJob": 40, "PrometheusRule": 50,
-              # Karpenter: the node class a NodePool names, and what its nodes offer, before the NodePool.
-              "EC2NodeClass": 60, "NodeOverlay": 61, "NodePool": 62}
+              # Karpenter: what its nodes offer, before the NodePool (its node class too: `kind_order`).
+              "NodeOverlay": 61, "NodePool": 62}
+# A Karpenter provider's node class (each provider names its kind `<Provider>NodeClass`), which the
+# NodePool names, so it is applied before it.
+NODE_CLASS_ORDER = 60
+
+
+def kind_order(kind: str) -> int:
+    """Where objects of `kind` come in apply order (and in the rendered file names)."""
+    return NODE_CLASS_ORDER if kind.endswith("NodeClass") else KIND_ORDER[kind]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +57,7 @@ class InCluster:
 
 def object_key(obj: dict[str, Any]) -> tuple[int, str, str]:
     meta = obj["metadata"]
-    return KIND_ORDER[obj["kind"]], meta.get("namespace", ""), meta["name"]
+    return kind_order(obj["kind"]), meta.get("namespace", ""), meta["name"]
 
 
 def namespace(plan: Plan, target: TargetPlan, name: str, privileged: bool = False) -> dict[str, Any]:
@@ -80,4 +88,4 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
                      tuple(sorted(node_objects, key=object_key)))
 
 
-__all__ = ["GPUSTACK_NAMESPACE", "KUBERNETES_VERSION", "InCluster", "in_cluster", "object_key"]
+__all__ = ["GPUSTACK_NAMESPACE", "KUBERNETES_VERSION", "InCluster", "in_cluster", "kind_order", "object_key"]

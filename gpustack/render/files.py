@@ -5,7 +5,7 @@ Layout of an output directory:
     10-namespace-gpu-operator.yaml               <kind order>-<kind>-[<namespace>-]<name>.yaml
     20-configmap-gpu-operator-gpustack-device-plugin-config.yaml
     40-cronjob-research-gpustack-stop-<pool>.yaml
-    60-ec2nodeclass-<pool>.yaml, 61-nodeoverlay-<pool>.yaml, 62-nodepool-<pool>.yaml   (Karpenter)
+    60-<provider>nodeclass-<pool>.yaml, 61-nodeoverlay-<pool>.yaml, 62-nodepool-<pool>.yaml   (Karpenter)
     ...
     helm/gpu-operator-values.yaml                the GPU Operator's values, with its install command
     helm/hami-values.yaml                        HAMi's values (pools with enforced fractions only)
@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from gpustack.errors import UsageError
-from gpustack.render import KIND_ORDER, InCluster
+from gpustack.render import InCluster, kind_order
 from gpustack.render.autoscaling import PRIORITY_CONFIGMAP
 from gpustack.render.operator import install_command
 from gpustack.render.priority_merge import OWNED_KEY
@@ -99,7 +99,7 @@ def object_note(obj: dict[str, Any]) -> str:
 
 def file_name(obj: dict[str, Any]) -> str:
     meta = obj["metadata"]
-    parts = [f"{KIND_ORDER[obj['kind']]:02d}", obj["kind"].lower(), meta.get("namespace"), meta["name"]]
+    parts = [f"{kind_order(obj['kind']):02d}", obj["kind"].lower(), meta.get("namespace"), meta["name"]]
     return "-".join(p for p in parts if p) + ".yaml"
 
 

@@ -1,7 +1,9 @@
 """Karpenter's choice for a pending pod: which rendered NodePools could launch a node for it.
 
 Follows kubernetes-sigs/karpenter at commit 6e7eab7a0f485d7225eb98995fad9b66c79b322b (the core that
-aws/karpenter-provider-aws v1.14.1 pins in go.mod):
+aws/karpenter-provider-aws v1.14.1 pins in go.mod), for any cloud's Karpenter: the provider is the one
+whose node class the NodePool's nodeClassRef names (`provider`), and gives the label that names an
+instance type, the labels it registers as well known and the kubelet reservation of its node image:
 - pkg/scheduling/taints.go, `Taints.Tolerates`: every taint of the NodePool's template must be
   tolerated by the pod (core/v1 `Toleration.ToleratesTaint`, as `kube.tolerates`);
 - pkg/scheduling/requirements.go, `Requirements.Compatible` with `AllowUndefinedWellKnownLabels`: the
@@ -9,8 +11,8 @@ aws/karpenter-provider-aws v1.14.1 pins in go.mod):
   node selector: a label the pod selects must be defined by the NodePool unless it is well known, and
   the values must intersect (`Intersects`);
 - pkg/controllers/provisioning/scheduling/nodeclaim.go, the instance-type filter: some instance type
-  the requirements allow must have room for the pod's requests. An instance type offers what EC2
-  describes (cpu, memory, nvidia.com/gpu as its GPU count), never MIG devices or time-sliced
+  the requirements allow must have room for the pod's requests. An instance type offers what the
+  cloud describes (cpu, memory, nvidia.com/gpu as its GPU count), never MIG devices or time-sliced
   replicas; cpu and memory are what the kubelet leaves, the same model as the plan's;
 - NodeOverlays, when Karpenter runs with the NodeOverlay feature gate (pass them; none = gate off):
   pkg/controllers/nodeoverlay/controller.go, `getOverlaidOfferings`, matches an overlay's
@@ -29,17 +31,21 @@ from typing import Any
 from cloudsim.kube import Pod, Taint, quantity, tolerates
 from gpustack.catalog import InstanceType
 from gpustack.clouds import CLOUDS
+from gpustack.clouds.karpenter import NODEPOOL_LABEL, KarpenterProvisioner
 from gpustack.plan.nodes import kubelet_allocatable
 
 GIB = 2**30
-# v1.WellKnownLabels of karpenter core (pkg/apis/v1/labels.go) and those the AWS provider registers
-# (pkg/apis/v1/labels.go of the provider): undefined ones do not stop a NodePool matching.
-WELL_KNOWN = frozenset({
-    "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "node.kubernetes.io/instance-type",
-    "kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/windows-build", "karpenter.sh/capacity-type",
-    "karpenter.sh/nodepool", "karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
-    "karpenter.k8s.aws/instance-family",
-})
+
+
+def provider(node_pool: Mapping[str, Any]) -> KarpenterProvisioner:
+    """The Karpenter provisioner of the cloud whose node class `node_pool` names (nodeClassRef.group)."""
+    group = node_pool["spec"]["template"]["spec"]["nodeClassRef"]["group"]
+    for cloud in CLOUDS:
+        for name in cloud.provisioners:
+            found = cloud.provisioner(name)
+            if isinstance(found, KarpenterProvisioner) and found.node_class_group == group:
+                return found
+    raise AssertionError(f"no Karpenter provisioner has node class group {group!r}")
 
 
 def requirements(node_pool: Mapping[str, Any]) -> dict[str, set[str] | None]:
@@ -68,7 +74,7 @@ def _taints(node_pool: Mapping[str, Any]) -> list[Taint]:
 
 def _overlay_applies(overlay: Mapping[str, Any], node_pool: Mapping[str, Any], row: InstanceType) -> bool:
     labels = {**node_pool["spec"]["template"]["metadata"].get("labels", {}),
-              "karpenter.sh/nodepool": node_pool["metadata"]["name"], "node.kubernetes.io/instance-type": row.name}
+              NODEPOOL_LABEL: node_pool["metadata"]["name"], provider(node_pool).instance_type_label: row.name}
     for req in overlay["spec"]["requirements"]:
         assert req["operator"] == "In", "the matcher models the operators gpustack writes"
         if labels.get(req["key"]) not in req["values"]:
@@ -78,9 +84,10 @@ def _overlay_applies(overlay: Mapping[str, Any], node_pool: Mapping[str, Any], r
 
 def offered(row: InstanceType, node_pool: Mapping[str, Any] | None = None,
             overlays: Sequence[Mapping[str, Any]] = ()) -> dict[str, float]:
-    """What Karpenter believes a new node of `row` launched for `node_pool` offers: EC2's GPU count, the
-    kubelet's cpu and memory, and what the overlays that apply assign."""
-    cpu, memory = kubelet_allocatable(row.vcpus, row.memory_gib, CLOUDS.get("aws").kubelet_reservation, row.name)
+    """What Karpenter believes a new node of `row` launched for `node_pool` offers: the cloud's GPU count,
+    the kubelet's cpu and memory (of the provider's node image), and what the overlays that apply assign."""
+    kubelet = (provider(node_pool) if node_pool is not None else CLOUDS.get(row.cloud).provisioner()).kubelet_reservation
+    cpu, memory = kubelet_allocatable(row.vcpus, row.memory_gib, kubelet, row.name)
     capacity = {"cpu": cpu, "memory": memory * GIB, "nvidia.com/gpu": float(row.gpus)}
     applying = [o for o in overlays if node_pool is not None and _overlay_applies(o, node_pool, row)]
     for overlay in sorted(applying, key=lambda o: int(o["spec"].get("weight", 0))):  # the highest weight last
@@ -95,15 +102,16 @@ def why_not(pod: Pod, node_pool: Mapping[str, Any], rows: Mapping[str, InstanceT
         if not tolerates(pod.tolerations, taint):
             return f"did not tolerate {taint.key}={taint.value}:{taint.effect}"
     allowed = requirements(node_pool)
+    chosen = provider(node_pool)
     for key, value in pod.node_selector.items():
         if key not in allowed:
-            if key in WELL_KNOWN:
+            if key in chosen.well_known_labels:
                 continue
             return f"label {key!r} does not have known values"
         values = allowed[key]
         if values is not None and value not in values:
             return f"key {key}, In [{value}] not in {sorted(values)}"
-    types = allowed.get("node.kubernetes.io/instance-type")
+    types = allowed.get(chosen.instance_type_label)
     candidates = [rows[name] for name in sorted(types or ()) if name in rows]
     for row in candidates:
         room = offered(row, node_pool, overlays)
