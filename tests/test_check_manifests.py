@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+from fractions import Fraction
 import io
 import json
 
@@ -13,6 +14,7 @@ import yaml
 from conftest import EXAMPLE
 from gpustack.cli import main
 from gpustack.guardrails.manifests import ERROR, WARNING, check
+from gpustack.guardrails.quantity import parse_quantity
 from gpustack.plan import build_plan
 from gpustack.render.workloads import patch, wirings
 from gpustack.spec import load_spec
@@ -171,3 +173,62 @@ def test_scripts_of_several_lines_are_read_but_terminal_escapes_are_refused(tmp_
     pod_spec(objects["llm-pretrain"])["containers"][0]["args"] = ["\x1b[2J"]
     code, out = _cli(tmp_path, capsys, monkeypatch, yaml.safe_dump_all(list(objects.values())))
     assert code == 2 and "control character U+001B" in out.err and "\x1b" not in out.err
+
+
+@pytest.mark.parametrize("text, value", [
+    ("100m", Fraction(1, 10)), ("2", 2), ("1.5Gi", Fraction(3, 2) * 2**30), ("1e3", 1000), ("1E", 10**18),
+    ("512Mi", 512 * 2**20), ("16G", 16 * 10**9), (".5", Fraction(1, 2)), (4, 4),
+    ("1Gib", None), ("0x10", None), ("1 Gi", None), ("", None), (True, None), (1.5, None),
+])
+def test_quantities_are_read_as_the_api_server_reads_them(text, value):
+    assert parse_quantity(text) == value
+
+
+def _resources(obj: dict, cpu=None, memory=None, field="requests") -> None:
+    container = pod_spec(obj)["containers"][0]
+    for name, value in (("cpu", cpu), ("memory", memory)):
+        if value is not None:
+            container["resources"].setdefault(field, {})[name] = value
+            other = "limits" if field == "requests" else "requests"
+            container["resources"].get(other, {}).pop(name, None)
+
+
+def test_cpu_or_memory_above_what_a_node_leaves_to_pods_never_schedules():
+    pool = next(p for p in PLAN.target("aws-prod").pools if "llm-pretrain" in p.workloads)
+    cores = parse_quantity(dict(pool.node_allocatable)["cpu"])
+    too_many = f"{int(cores) + 1}"
+    findings = _with("aws-prod", "llm-pretrain", lambda o: _resources(o, cpu=too_many))
+    [found] = findings
+    assert found.level == ERROR and found.path.endswith("resources.requests.cpu")
+    assert f"asks {too_many} cpu per pod" in found.message and "never schedule" in found.message
+    # A limit without a request is the request (the API server copies it).
+    [found] = _with("aws-prod", "llm-pretrain", lambda o: _resources(o, memory="4Ti", field="limits"))
+    assert found.path.endswith("resources.limits.memory") and "4096.0Gi memory" in found.message
+    # What fits one node passes.
+    assert _with("aws-prod", "llm-pretrain", lambda o: _resources(o, cpu=f"{int(cores) - 1}")) == []
+
+
+def test_init_containers_and_sidecars_count_as_the_scheduler_counts_them():
+    pool = next(p for p in PLAN.target("aws-prod").pools if "llm-pretrain" in p.workloads)
+    cores = int(parse_quantity(dict(pool.node_allocatable)["cpu"]))
+    half = f"{cores // 2 + 1}"
+
+    def with_init(restart_policy):
+        def change(obj):
+            _resources(obj, cpu=half)
+            init = {"name": "prepare", "image": "busybox", "resources": {"requests": {"cpu": half}}}
+            if restart_policy:
+                init["restartPolicy"] = restart_policy
+            pod_spec(obj)["initContainers"] = [init]
+        return change
+
+    # A regular init container runs before the containers: the larger of the two counts.
+    assert _with("aws-prod", "llm-pretrain", with_init(None)) == []
+    # A sidecar keeps running next to them: the sum counts, more than a node.
+    [found] = _with("aws-prod", "llm-pretrain", with_init("Always"))
+    assert "never schedule" in found.message
+
+
+def test_a_quantity_the_api_server_refuses_is_an_error():
+    [found] = _with("aws-prod", "llm-pretrain", lambda o: _resources(o, cpu="two"))
+    assert found.level == ERROR and "'two' is not a Kubernetes quantity" in found.message

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.base import CLASS_PRIORITIES
 from gpustack.errors import Location
+from gpustack.guardrails.quantity import effective_request, parse_quantity
 from gpustack.plan.model import PodRequest, Pool, Taint, TargetPlan
 from gpustack.plan.pools import CHECKPOINTING_LABEL, POOL_LABEL, WORKLOAD_LABEL
 from gpustack.spec.yamlsource import Document, Path, path_str
@@ -284,6 +286,7 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
             finding(where, f"requests {amount} {name}; no node of its pools offers more than {most}, so its pods "
                     "never schedule", f"request at most {most} (the plan sizes it {quantity})")
 
+    out.extend(_node_fit(obj, request, pod_spec, mine))
     if request.checkpointing and any(p.capacity == "spot" for p in mine):
         labels = _str_map(obj.at("metadata", "labels"))
         if labels.get(CHECKPOINTING_LABEL) != "true":
@@ -292,3 +295,49 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
                     f"{CHECKPOINTING_LABEL} label on its pods",
                     f'label its pod template {CHECKPOINTING_LABEL}: "true" (it resumes from checkpoints)')
     return out
+
+
+def _node_fit(obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any],
+              mine: Sequence[Pool]) -> list[ManifestFinding]:
+    """CPU and memory asked above what a node of the pools leaves for pods (the kubelet's allocatable):
+    the scheduler never places such a pod, and the autoscaler adds no node for it (its template node is
+    too small as well)."""
+    out: list[ManifestFinding] = []
+    for resource in ("cpu", "memory"):
+        offered = {p.name: parse_quantity(dict(p.node_allocatable).get(resource)) for p in mine}
+        try:
+            found = effective_request(pod_spec, resource)
+        except ValueError as exc:
+            path = (*obj.template, "spec", "containers")
+            out.append(ManifestFinding(ERROR, obj.doc.where(path), path_str(path), obj.title, request.workload,
+                                       f"{resource}: {exc}; the API server refuses the object",
+                                       f"write it as Kubernetes does, e.g. {dict(request.resources).get(resource)}"))
+            continue
+        if found is None or not offered or None in offered.values():
+            continue
+        amount, index, field = found
+        short = sorted(name for name, most in offered.items() if most is not None and amount > most)
+        if not short:
+            continue
+        containers = "containers" if index >= 0 else "initContainers"
+        path = (*obj.template, "spec", containers, index if index >= 0 else -1 - index, "resources", field, resource)
+        largest = max(m for m in offered.values() if m is not None)
+        planned = dict(request.resources).get(resource, "?")
+        if len(short) == len(offered):
+            message = (f"asks {_shown(amount, resource)} {resource} per pod; a node of its pools leaves at most "
+                       f"{_shown(largest, resource)} to pods, so its pods never schedule and no node is added for them")
+            level = ERROR
+        else:
+            message = (f"asks {_shown(amount, resource)} {resource} per pod, more than a node of {', '.join(short)} "
+                       "leaves to pods: replicas that need those pools stay Pending")
+            level = WARNING
+        out.append(ManifestFinding(level, obj.doc.where(path), path_str(path), obj.title, request.workload, message,
+                                   f"ask at most {_shown(largest, resource)} (the plan sizes it {planned})"))
+    return out
+
+
+def _shown(value: Fraction, resource: str) -> str:
+    """A quantity for people: cores with up to three decimals, memory in GiB."""
+    if resource == "memory":
+        return f"{float(value / 2**30):.1f}Gi"
+    return f"{float(value):.3f}".rstrip("0").rstrip(".")

@@ -1,0 +1,84 @@
+"""Kubernetes resource quantities and what a pod asks of a node, as the API server and scheduler read them.
+
+Quantities follow apimachinery's grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go,
+`ParseQuantity`): a signed decimal number and one suffix, binary (Ki Mi Gi Ti Pi Ei), decimal (n u m
+k M G T P E) or an exponent (e3, E-2). Values are exact fractions, never floats, so "100m" is 1/10.
+
+A pod's effective request of a resource (what the scheduler fits, KEP-753 sidecars included:
+https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers)
+is the larger of the sum over its containers plus its sidecar init containers (`restartPolicy:
+Always`) and, for each regular init container, its request plus the sidecars started before it; a
+container without a request takes its limit (the API server defaults one to the other).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+_QUANTITY = re.compile(r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+                       r"(?:(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)|[eE](?P<exponent>[+-]?[0-9]{1,3}))?")
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+
+
+def parse_quantity(value: object) -> Fraction | None:
+    """The quantity's exact value, or None when the API server would refuse it."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    match = _QUANTITY.fullmatch(str(value))
+    if match is None:
+        return None
+    number = Fraction(match["number"])
+    if (suffix := match["suffix"]) in _BINARY:
+        return number * 1024 ** _BINARY[suffix]
+    if suffix is not None:
+        return number * Fraction(10) ** _DECIMAL[suffix]
+    if match["exponent"] is not None:
+        return number * Fraction(10) ** int(match["exponent"])
+    return number
+
+
+def _asked(container: Mapping[str, Any], resource: str) -> tuple[Any, str] | None:
+    """The container's request of `resource` (or its limit, which the request defaults to) and its field."""
+    resources = container.get("resources")
+    resources = resources if isinstance(resources, Mapping) else {}
+    for field in ("requests", "limits"):
+        values = resources.get(field)
+        if isinstance(values, Mapping) and resource in values:
+            return values[resource], field
+    return None
+
+
+def effective_request(pod_spec: Mapping[str, Any], resource: str) -> tuple[Fraction, int, str] | None:
+    """What the pod asks of a node for `resource`, with the container index and field of its first request
+    (index into `containers`, or -1 - i for init container i); None when nothing asks for it.
+    A quantity the API server would refuse raises ValueError with its text."""
+
+    def amount(container: Any) -> Fraction:
+        found = _asked(container, resource) if isinstance(container, Mapping) else None
+        if found is None:
+            return Fraction(0)
+        parsed = parse_quantity(found[0])
+        if parsed is None or parsed < 0:
+            raise ValueError(f"{found[0]!r} is not a Kubernetes quantity")
+        return parsed
+
+    containers: Sequence[Any] = pod_spec.get("containers") if isinstance(pod_spec.get("containers"), list) else []
+    inits: Sequence[Any] = pod_spec.get("initContainers") if isinstance(pod_spec.get("initContainers"), list) else []
+    first = next(((i, f[1]) for i, c in enumerate(containers) if isinstance(c, Mapping) and (f := _asked(c, resource))),
+                 None) or next(((-1 - i, f[1]) for i, c in enumerate(inits)
+                                if isinstance(c, Mapping) and (f := _asked(c, resource))), None)
+    if first is None:
+        return None
+    sidecars = Fraction(0)
+    peak_of_inits = Fraction(0)
+    for init in inits:
+        if isinstance(init, Mapping) and init.get("restartPolicy") == "Always":
+            sidecars += amount(init)
+        else:
+            peak_of_inits = max(peak_of_inits, sidecars + amount(init))
+    running = sum((amount(c) for c in containers), Fraction(0)) + sidecars
+    return max(running, peak_of_inits), first[0], first[1]
