@@ -33,12 +33,16 @@ def parse_quantity(value: object) -> Fraction | None:
         return None
     number = Fraction(match["number"])
     if (suffix := match["suffix"]) in _BINARY:
-        return number * 1024 ** _BINARY[suffix]
+        return number * Fraction(1024) ** _BINARY[suffix]
     if suffix is not None:
         return number * Fraction(10) ** _DECIMAL[suffix]
     if match["exponent"] is not None:
         return number * Fraction(10) ** int(match["exponent"])
     return number
+
+
+def _list(value: Any) -> Sequence[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _asked(container: Mapping[str, Any], resource: str) -> tuple[Any, str] | None:
@@ -66,8 +70,7 @@ def effective_request(pod_spec: Mapping[str, Any], resource: str) -> tuple[Fract
             raise ValueError(f"{found[0]!r} is not a Kubernetes quantity")
         return parsed
 
-    containers: Sequence[Any] = pod_spec.get("containers") if isinstance(pod_spec.get("containers"), list) else []
-    inits: Sequence[Any] = pod_spec.get("initContainers") if isinstance(pod_spec.get("initContainers"), list) else []
+    containers, inits = (_list(pod_spec.get(field)) for field in ("containers", "initContainers"))
     first = next(((i, f[1]) for i, c in enumerate(containers) if isinstance(c, Mapping) and (f := _asked(c, resource))),
                  None) or next(((-1 - i, f[1]) for i, c in enumerate(inits)
                                 if isinstance(c, Mapping) and (f := _asked(c, resource))), None)
