@@ -94,3 +94,25 @@ def cron_days(weekdays: set[int] | tuple[int, ...]) -> str:
         else:
             runs.append([number])
     return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def window_intervals(schedule: Window) -> list[tuple[int, int]]:
+    """The window's merged intervals in minutes of the week (0 = Monday 00:00); [] when it never closes."""
+    intervals = _merged(sorted(_intervals(schedule)))
+    return [] if any(end - start >= WEEK for start, end in intervals) else intervals
+
+
+def interval_crons(intervals: Iterable[tuple[int, int]]) -> list[tuple[str, str]]:
+    """(start cron, end cron) pairs covering `intervals`, one pair per time of day and length, each listing
+    the days it fires on: a pair whose starts and ends alternate, as a KEDA cron trigger needs."""
+    groups: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for start, end in intervals:
+        groups.setdefault((start % DAY, end - start), []).append((start % WEEK, end % WEEK))
+    pairs = []
+    for _key, members in sorted(groups.items()):
+        starts = {s // DAY for s, _ in members}
+        ends = {e // DAY for _, e in members}
+        start_minute, end_minute = members[0][0] % DAY, members[0][1] % DAY
+        pairs.append((f"{start_minute % 60} {start_minute // 60} * * {cron_days(starts)}",
+                      f"{end_minute % 60} {end_minute // 60} * * {cron_days(ends)}"))
+    return pairs

@@ -56,6 +56,22 @@ class Setting:
     api_source: str = ""
 
 
+# Keys of every target's `settings` for the in-cluster layer (docs/in-cluster.md, "Idle GPUs acted on"):
+# who scales scheduled and idle workloads (the built-in CronJobs, or KEDA where the cluster runs it), and
+# the in-cluster Prometheus both read GPU utilisation from. The URL reaches YAML and a program's argv
+# only, and the NetworkPolicy opens exactly its port.
+AUTOSTOP_CHOICES = ("cronjob", "keda")
+PROMETHEUS_URL = (r"https?://[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,9}"
+                  r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
+                  r"(/[-a-z0-9_.]{1,63}){0,4}")
+IN_CLUSTER_SETTINGS = (
+    Setting("autostop", False, "string", "|".join(AUTOSTOP_CHOICES), "cronjob (default) or keda"),
+    Setting("prometheus_url", False, "string", PROMETHEUS_URL,
+            "an in-cluster Prometheus URL such as http://prometheus-operated.monitoring.svc:9090 (lowercase "
+            "host name, optional port and path, no query)"),
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class NameRule:
     """A cloud's limit on node-pool names, with the source that states it."""
@@ -298,7 +314,7 @@ class Cloud:
         choice = Setting("provisioner", False, "string",
                          f"^({'|'.join(re.escape(p) for p in self.provisioners)})$",
                          f"one of {', '.join(self.provisioners)}")
-        return (*self.settings, choice)
+        return (*self.settings, choice, *IN_CLUSTER_SETTINGS)
 
     def supports(self, feature: Feature) -> bool:
         return feature not in self.unsupported

@@ -326,6 +326,18 @@ class FallbackGroup:
 
 
 @dataclasses.dataclass(frozen=True)
+class IdlePolicy:
+    """A workload's `idle` as planned: what counts as idle and what then happens (gpustack/plan/idle.py)."""
+
+    workload: str
+    namespace: str
+    below_percent: float
+    for_seconds: int
+    action: str  # scale-to-zero | alert
+    floors: bool  # scale-to-zero allowed on an inference floor
+
+
+@dataclasses.dataclass(frozen=True)
 class TargetPlan:
     name: str
     cloud: str
@@ -343,6 +355,10 @@ class TargetPlan:
     pod_requests: tuple[PodRequest, ...] = ()
     provisioner: str = ""  # how the target's pools are provisioned (targets[].settings.provisioner)
     fallback_groups: tuple[FallbackGroup, ...] = ()
+    autostop: str = "cronjob"  # who scales scheduled and idle workloads: cronjob (built in) | keda
+    prometheus_url: str | None = None  # where the idle action reads GPU utilisation
+    idle: tuple[IdlePolicy, ...] = ()  # workloads with an `idle` of their own, by namespace and name
+    scaled_by_keda: tuple[str, ...] = ()  # workloads a KEDA ScaledObject scales (the CronJobs leave them)
 
     def pool(self, name: str) -> Pool:
         for pool in self.pools:
@@ -540,4 +556,9 @@ def _target(t: TargetPlan) -> dict[str, Any]:
         "warnings": [_warning(w) for w in t.warnings],
         "notes": list(t.notes),
         "pod_requests": [_pod_request(r) for r in t.pod_requests],
+        "autostop": t.autostop,
+        "prometheus_url": t.prometheus_url,
+        "idle": [{"workload": i.workload, "namespace": i.namespace, "below_percent": i.below_percent,
+                  "for_seconds": i.for_seconds, "action": i.action, "floors": i.floors} for i in t.idle],
+        "scaled_by_keda": list(t.scaled_by_keda),
     }

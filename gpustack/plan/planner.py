@@ -19,7 +19,7 @@ from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import fallback, offers, pool_types
+from gpustack.plan import fallback, idle, offers, pool_types
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
@@ -146,8 +146,15 @@ class _TargetPlanner:
             return None
         planned = costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
                                     self.catalog, self.provisioner, tuple(self.warnings), tuple(self.notes))
+        policies = idle.policies(self.spec, self.target)
+        keda = idle.scaled_by_keda(self.spec, self.target, tuple(pools), policies)
+        url = self.target.setting("prometheus_url")
         return dataclasses.replace(planned, pod_requests=tuple(self.owned(r) for r in pod_requests),
-                                   provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools))
+                                   provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools),
+                                   autostop=str(self.target.setting("autostop", "cronjob")),
+                                   prometheus_url=None if url is None else str(url), idle=policies,
+                                   scaled_by_keda=keda,
+                                   notes=planned.notes + tuple(idle.notes(self.target, keda, policies)))
 
     def owned(self, request: PodRequest) -> PodRequest:
         """A workload's pod requests with what the spec says of its objects: namespace, kind, labels."""

@@ -5,6 +5,8 @@ program declare, built from the plan only (no Pulumi import here).
   share GPUs natively; its namespace and the NVIDIA configs it reads (nvidia.py);
 - HAMi (hami.py): a Helm release with pinned chart and values, where pools enforce fractions;
 - dev auto-stop (autostop.py): CronJobs, their RBAC, state ConfigMap and NetworkPolicy, on every cloud;
+- or, on targets with `settings.autostop: keda`, KEDA ScaledObjects (keda.py) for the Deployments and
+  StatefulSets with a window or an idle action;
 - idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud;
 - spot first, on-demand fallback (autoscaling.py): the Cluster Autoscaler's priority-expander
   ConfigMap, or GKE ComputeClasses, for targets with fallback pools;
@@ -23,7 +25,7 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import alerts, autoscaling, autostop, hami, nvidia, operator
+from gpustack.render import alerts, autoscaling, autostop, hami, keda, nvidia, operator
 from gpustack.render.common import metadata, object_labels
 from gpustack.render.operator import HelmRelease
 
@@ -33,7 +35,7 @@ KUBERNETES_VERSION = "1.31.0"
 GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every cloud
 # Apply order of the kinds gpustack emits.
 KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30, "Role": 31,
-              "RoleBinding": 32, "NetworkPolicy": 35, "CronJob": 40, "PrometheusRule": 50,
+              "RoleBinding": 32, "NetworkPolicy": 35, "CronJob": 40, "ScaledObject": 45, "PrometheusRule": 50,
               # Karpenter: what its nodes offer, before the NodePool (its node class too: `kind_order`).
               "NodeOverlay": 61, "NodePool": 62}
 # A Karpenter provider's node class (each provider names its kind `<Provider>NodeClass`), which the
@@ -75,6 +77,7 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
         objects.append(namespace(plan, target, release.namespace, privileged=True))
         objects.extend(nvidia.configmaps(plan, target, release.namespace))
     objects.extend(autostop.objects(plan, target))
+    objects.extend(keda.objects(plan, target))
     objects.extend(autoscaling.objects(plan, target))
     rule = alerts.prometheus_rule(plan, target, GPUSTACK_NAMESPACE)
     if rule is not None:

@@ -67,8 +67,8 @@ def scheduled(target: TargetPlan) -> list[tuple[Pool, tuple[str, ...], tuple[str
     no jobs)."""
     found = []
     for pool in target.pools:
-        if pool.schedule is None:
-            continue
+        if pool.schedule is None or set(pool.workloads) <= set(target.scaled_by_keda):
+            continue  # no window, or KEDA scales its workloads (keda.py; a pool holds one kind, so all or none)
         if pool.schedule.start_crons:
             found.append((pool, pool.schedule.start_crons, pool.schedule.stop_crons))
     return found

@@ -17,6 +17,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
 from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
+from gpustack.spec.idle import check_prometheus, read_idle
 from gpustack.spec.model import (
     CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
     TYPE_CHANGE_SAVING, Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec,
@@ -52,7 +53,7 @@ TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
-                     "sharing", "namespace", "instance_types", "burst_share", "disk")
+                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 # Namespaces a workload may not live in: the cluster's own (Kubernetes reserves the `kube-` prefix,
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces)
@@ -122,6 +123,7 @@ class _SpecReader(Reader):
         if not self.problems:
             self.check_pins(targets, workloads)
         self.check_prices_used(pricing, targets)
+        check_prometheus(self, targets, workloads)
         if self.problems:
             raise SpecError(self.problems)
         return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc, self.catalog, split_by,
@@ -413,6 +415,7 @@ class _SpecReader(Reader):
                 self.problem(field["burst_share"], f"burst_share is for inference (the burst above replicas.min), "
                                                    f"not {kind}")
         disk = self.parsed(field["disk"], value["disk"], units.parse_disk_gib) if "disk" in value else None
+        idle = read_idle(self, field["idle"], value["idle"], kind, replicas) if "idle" in value else None
         if len(self.problems) > before:
             return BAD
         return Workload(
@@ -422,7 +425,7 @@ class _SpecReader(Reader):
             labels=labels, capacity=cast(Capacity | None, capacity), sharing=cast(SharingMode | None, sharing),
             namespace=namespace, index=index, instance_types=pins,
             burst_share=burst_share,
-            disk_gib=disk,
+            disk_gib=disk, idle=idle,
         )
 
     def instance_pins(self, path: Path, value: Any) -> Any:

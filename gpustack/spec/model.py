@@ -36,6 +36,9 @@ SHARING_MODES: tuple[SharingMode, ...] = ("none", "time-slicing", "mps", "mig", 
 JOB_KINDS: frozenset[str] = frozenset({"training", "fine-tuning"})
 SHAREABLE_KINDS: frozenset[str] = frozenset({"inference", "notebook"})
 SCHEDULABLE_KINDS: frozenset[str] = frozenset({"notebook", "fine-tuning"})
+IdleAction = Literal["scale-to-zero", "alert"]
+IDLE_ACTIONS: tuple[IdleAction, ...] = ("scale-to-zero", "alert")
+IDLE_KINDS: tuple[Kind, ...] = ("inference", "notebook")  # their objects have replicas to scale
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -80,6 +83,16 @@ class Schedule:
 
 
 @dataclasses.dataclass(frozen=True)
+class Idle:
+    """When a workload's GPUs count as idle, and what then happens (spec `idle`, gpustack/spec/idle.py)."""
+
+    below_percent: float  # utilisation below this, in percent
+    for_seconds: int  # for this long
+    action: IdleAction  # scale-to-zero | alert
+    floors: bool = False  # scale-to-zero also on an inference floor
+
+
+@dataclasses.dataclass(frozen=True)
 class Replicas:
     min: int
     max: int
@@ -113,6 +126,7 @@ class Workload:
     # inference: the expected share of the burst's peak node-hours actually used (the range's low end)
     burst_share: float | None = None
     disk_gib: int | None = None  # root / boot volume per node, as asked (None: the default for the GPU)
+    idle: Idle | None = None  # None: the per-pool idle alert only
 
     def pinned_instance(self, cloud: str) -> str | None:
         return dict(self.instance_types).get(cloud)
