@@ -17,18 +17,9 @@ from collections.abc import Callable
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from test_autostop_schedules import _days  # a cron day-of-week field as a set of days (0 = Sunday)
+
 Query = Callable[[datetime.datetime], float]
-
-
-def _days(field: str) -> set[int]:
-    """A cron day-of-week field (0 = Sunday) as gpustack writes them: '*', '1-5', '0,6'."""
-    if field == "*":
-        return set(range(7))
-    days: set[int] = set()
-    for part in field.split(","):
-        low, _, high = part.partition("-")
-        days.update(range(int(low), int(high or low) + 1))
-    return days
 
 
 def next_fire(cron: str, after: datetime.datetime, zone: str) -> datetime.datetime:
