@@ -268,3 +268,93 @@ def test_program_resources_match_golden(declared):
     assert_golden(f"pulumi/{TARGET}.yaml", declared_yaml(
         "Every resource `pulumi up` declares for the example's gcp target provisioned by GKE ComputeClasses "
         "(tests/conftest.py compute_class_example_text), with a kubeconfig", declared))
+
+
+# -- workloads wired to their class, and checked ----------------------------------------------------
+def _patched() -> dict[str, dict]:
+    from gpustack.render.workloads import patch, wirings
+    from strategic_merge import merge, plain_object
+
+    return {w.workload: merge(plain_object(w.kind, w.workload, w.namespace), patch(w)) for w in wirings(PLANNED)}
+
+
+def _manifest_findings(objects: list[dict]):  # type: ignore[no-untyped-def]
+    import yaml
+
+    from gpustack.guardrails.manifests import check
+    from gpustack.spec.yamlsource import parse_all
+
+    return check(PLANNED, parse_all(yaml.safe_dump_all(objects, sort_keys=False), "team.yaml"))
+
+
+def test_render_workloads_patches_select_the_class_and_pass_check_manifests():
+    from strategic_merge import pod_spec
+
+    patched = _patched()
+    for request in PLANNED.pod_requests:
+        spec = pod_spec(patched[request.workload])
+        assert spec["nodeSelector"][CLASS_LABEL] == dict(request.node_selector)[CLASS_LABEL]
+        assert {"key": CLASS_LABEL, "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert _manifest_findings(list(patched.values())) == []
+
+
+def test_check_manifests_flags_pods_that_do_not_select_their_class():
+    from strategic_merge import pod_spec
+
+    patched = _patched()
+    del pod_spec(patched["moderation"])["nodeSelector"][CLASS_LABEL]
+    found = _manifest_findings(list(patched.values()))
+    [finding] = [f for f in found if "do not select the class" in f.message]
+    assert finding.workload == "moderation" and finding.path.endswith("nodeSelector")
+    assert CLASS_LABEL in finding.fix
+
+
+# -- guardrails read the classes -------------------------------------------------------------------
+def _views(declared: list[Declared]):  # type: ignore[no-untyped-def]
+    from gpustack.guardrails.resources import pool_view
+    from test_in_cluster_pulumi import plain
+
+    return [v for r in declared if (v := pool_view(r.type, plain(dict(r.inputs)), r.urn, r.name)) is not None]
+
+
+def test_guardrails_read_each_class_as_its_pools(declared):
+    views = {v.cloud_name: v for v in _views(declared)}
+    assert set(views) == set(BY_NAME)
+    for name, view in views.items():
+        pools = pools_of(name)
+        assert view.is_gpu and view.provisioner == "compute-class" and view.kind == pools[0].kind
+        assert view.capacities == {p.capacity for p in pools}
+        assert (view.instance_type, view.min_nodes) == (pools[0].instance_type, 0)
+        assert any(t.key == "nvidia.com/gpu" and t.effect == "NoSchedule" for t in view.taints or ())
+
+
+def test_guardrails_pass_the_classes_and_flag_spot_only_inference_and_unchecked_spot(declared):
+    import dataclasses
+
+    from gpustack.guardrails import evaluate
+    from gpustack.guardrails.config import settings
+
+    config = settings()
+    views = _views(declared)
+    assert [v for v in evaluate({TARGET: views}, config) if v.level == "mandatory"] == []
+    spot_only = [dataclasses.replace(v, capacities=frozenset({"spot"})) if v.kind == "inference" else v for v in views]
+    assert {r.rule for r in evaluate({TARGET: spot_only}, config)} >= {"inference-pool-not-spot-only"}
+    unchecked = [dataclasses.replace(v, checkpointing=None) if "spot" in v.capacities else v for v in views]
+    assert {r.rule for r in evaluate({TARGET: unchecked}, config)} >= {"spot-gpu-pool-checkpointing"}
+
+
+# -- gpustack diff ---------------------------------------------------------------------------------
+def test_diff_says_a_class_change_follows_on_new_nodes_and_replaces_no_node_pool():
+    import yaml
+
+    from gpustack.diff.compare import diff_plans
+
+    doc = yaml.safe_load(compute_class_example_text())
+    [moderation] = [w for w in doc["workloads"] if w["name"] == "moderation"]
+    moderation["labels"] = {**moderation.get("labels", {}), "model": "llama-guard-2"}
+    changed = build_plan(load_text(yaml.safe_dump(doc, sort_keys=False), "changed.yaml"))
+    [target] = diff_plans(PLAN, changed, "old", "new").targets
+    relabelled = [p for p in target.pools if any(f.field == "labels" for f in p.fields)]
+    assert relabelled and all(p.change == "updated" for p in relabelled)
+    assert all("nodes it creates from now on follow the change" in p.why and not any(f.replaces or f.drifts for f in p.fields)
+               for p in relabelled)

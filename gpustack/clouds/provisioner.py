@@ -85,6 +85,10 @@ class Provisioner:
     # replace them one by one, as the pool's disruption budgets allow (Karpenter's drift): same keys as
     # `replacing_changes`, why with the source. A key in both is a replacement.
     drifting_changes: ClassVar[Mapping[str, str]] = {}
+    # Where a pool is a priority of a class object rather than a node pool: what any change to it does to
+    # the nodes (the class is updated in place, nodes created from then on follow it, running nodes stay),
+    # with the source; read by `gpustack diff` instead of its node-pool wording. None: node pools.
+    changes_apply_to_new_nodes: ClassVar[str | None] = None
     # How spot pools are preferred over their fallback pools (None: nothing known; the plan says so).
     fallback_mechanism: ClassVar[FallbackMechanism | None] = None
     # Whether a pool's min_nodes are kept running by the provisioner itself (node groups' minimum size);

@@ -7,7 +7,8 @@ the replacement it is (the workloads move, the old pool drains). A pool that kee
 replaced when a field changes that its provisioner cannot update in place
 (`Provisioner.replacing_changes`, per-cloud data with sources), and drifted when the provisioner updates
 the pool but replaces its nodes one by one within the pool's disruption budgets
-(`Provisioner.drifting_changes`: Karpenter-like provisioners); a new MIG layout on a cloud without native MIG partitioning is a
+(`Provisioner.drifting_changes`: Karpenter-like provisioners). Where pools are priorities of a class
+(`Provisioner.changes_apply_to_new_nodes`), a change updates the class and only new nodes follow it; a new MIG layout on a cloud without native MIG partitioning is a
 repartition by the NVIDIA MIG manager, not a new node pool.
 """
 
@@ -171,6 +172,8 @@ def _same_name(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, cloud
         change, why, successor = "resized", "the cloud updates the node pool's size in place", None
     else:
         change, why, successor = "updated", "the cloud updates the node pool in place", None
+    if cloud.changes_apply_to_new_nodes and change in ("updated", "resized"):
+        why = cloud.changes_apply_to_new_nodes
     return PoolChange(change, old.name, old.cloud_name, new.kind, new.workloads, why, fields,
                       successor.name if successor else None, successor.cloud_name if successor else None,
                       old_monthly_usd=old.monthly_cost_usd, new_monthly_usd=new.monthly_cost_usd)
@@ -181,7 +184,10 @@ def _renamed(old_t: TargetPlan, new_t: TargetPlan, old: Pool, new: Pool, moves_t
     before, after = pool_fields(old_t, old), pool_fields(new_t, new)
     fields = tuple(_field(cloud, key, before[key], after[key]) for key in IDENTITY_FIELDS if before[key] != after[key])
     existing = new.name in {p.name for p in old_t.pools}
-    return PoolChange("replaced", old.name, old.cloud_name, old.kind, old.workloads, JOINS if existing else RENAMED,
+    why = JOINS if existing else RENAMED
+    if cloud.changes_apply_to_new_nodes:
+        why = f"the pool's priority is replaced by another: {cloud.changes_apply_to_new_nodes}"
+    return PoolChange("replaced", old.name, old.cloud_name, old.kind, old.workloads, why,
                       fields, new.name, new.cloud_name, moves_to, old_monthly_usd=old.monthly_cost_usd,
                       new_monthly_usd=None if existing else new.monthly_cost_usd, nodes=nodes(old),
                       gpus=old.gpus.provisioned)

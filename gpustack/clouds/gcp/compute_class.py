@@ -122,8 +122,8 @@ class ComputeClasses(Provisioner):
             f"notebooks) and deletes the emptied auto-created node pool ({AUTO_CREATION}); at the window's start "
             "the pending pods make GKE create nodes again"),
     }
-    # The spot taint of GKE's own domain, as on GKE node pools: pods tolerate it, and GKE applies its
-    # cloud.google.com/ labels and taints to the nodes it creates itself (the class does not set them).
+    # The spot taint of GKE's own domain, as on GKE node pools: the pods tolerate it whether or not GKE
+    # puts it on a Spot node; the class leaves cloud.google.com/ keys to GKE (GKE_LABEL_DOMAIN).
     spot_taint = ("cloud.google.com/gke-spot", "true", "NoSchedule")
     # "You can't set a minimum number of nodes that every auto-created node pool must have" (AUTO_CREATION).
     keeps_min_nodes = False
@@ -135,15 +135,11 @@ class ComputeClasses(Provisioner):
         source=ABOUT)
     # A class change recreates no resource: "When you modify an existing ComputeClass, all future nodes
     # that GKE creates for that ComputeClass use the modified configuration. GKE doesn't retroactively
-    # change the configuration of existing nodes" (ABOUT), unless active migration moves pods to a
-    # higher priority. Read by `gpustack diff`.
-    _NEW_NODES = (f"a ComputeClass change replaces no node pool: nodes GKE creates from now on follow it, running "
-                  f"nodes stay until consolidation or active migration removes them ({ABOUT})")
-    replacing_changes = {
-        "instance_type": _NEW_NODES, "gpu": _NEW_NODES, "gpus_per_node": _NEW_NODES, "capacity": _NEW_NODES,
-        "sharing.mode": _NEW_NODES, "sharing.replicas": _NEW_NODES, "sharing.mig": _NEW_NODES,
-        "labels": _NEW_NODES, "taints": _NEW_NODES,
-    }
+    # change the configuration of existing nodes" (ABOUT). Read by `gpustack diff`.
+    changes_apply_to_new_nodes = (
+        "GKE updates the ComputeClass in place: the nodes it creates from now on follow the change, running nodes "
+        "keep their configuration and their pods until consolidation (or, in a spot-first class, active migration "
+        f"to a higher priority) removes them; no node pool is recreated and no node drained for it ({ABOUT})")
 
     def compile(self, pool: Pool, target: Target) -> ClassPool:
         mode = pool.sharing.mode

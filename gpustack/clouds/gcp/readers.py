@@ -1,4 +1,6 @@
-"""Guardrail readers of GKE resources: node pools."""
+"""Guardrail readers of GKE resources: node pools, and the ComputeClasses of the `compute-class`
+provisioner (each class read as one pool: its priorities' capacities, the labels and taints all of them
+put on their nodes)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpustack.clouds._enums import TAINT_EFFECTS
-from gpustack.clouds.gcp import facts
+from gpustack.clouds.gcp import compute_class, facts
 from gpustack.guardrails.reading import (
     CRONJOB_SCHEDULE,
     Fields,
@@ -17,7 +19,7 @@ from gpustack.guardrails.reading import (
     labels_of,
     taint_objects,
 )
-from gpustack.guardrails.view import ON_DEMAND, RESERVED, SPOT
+from gpustack.guardrails.view import ON_DEMAND, RESERVED, SPOT, Taint
 
 NODE_POOL = "gcp:container/nodePool:NodePool"
 # The compile seam's mapping, read backwards: the cloud's spelling -> the plan's (Kubernetes) one.
@@ -59,6 +61,48 @@ def read_node_pool(r: Reader) -> Fields:
     )
 
 
+COMPUTE_CLASS = f"kubernetes:{compute_class.API_VERSION}:ComputeClass"
+_SAME_EFFECTS = {effect: effect for effect in TAINT_EFFECTS.values}
+
+
+def read_compute_class(r: Reader) -> Fields:
+    """A ComputeClass as the pool its priorities make: spot where a priority is, reserved where one
+    consumes a specific reservation, else on-demand; the node labels and taints every priority sets, plus
+    the taints GKE adds to every node it creates for a GPU priority of the class (the class taint, and
+    nvidia.com/gpu: `compute_class.GKE_TAINTS`); no minimum (auto-created node pools keep none) and no
+    maximum of its own. A class that only lists existing node pools (`nodepools`) has no GPU of its own:
+    the node pools are read themselves."""
+    priorities = [p for p in r.get("spec.priorities", "instance_type") or () if isinstance(p, Mapping)]
+    r.get("spec.priorities", "capacities")
+    r.get("spec.priorities", "labels")
+    r.get("spec.priorities", "taints")
+    gpus = [p["gpu"] for p in priorities if isinstance(p.get("gpu"), Mapping)]
+    capacities = set()
+    for p in priorities:
+        reservations = p.get("reservations")
+        reserved = isinstance(reservations, Mapping) and reservations.get("affinity") == compute_class.RESERVATION_AFFINITY
+        capacities.add(SPOT if p.get("spot") else RESERVED if reserved else ON_DEMAND)
+    label_sets = [dict(labels_of(p.get("nodeLabels")) or {}) for p in priorities]
+    labels = {k: v for k, v in label_sets[0].items() if all(s.get(k) == v for s in label_sets[1:])} if label_sets else {}
+    taint_sets = [set(taint_objects(p.get("taints"), _SAME_EFFECTS)) for p in priorities]
+    taints = set.intersection(*taint_sets) if taint_sets else set()
+    name = r.get("metadata.name", "cloud_name")
+    if gpus:
+        taints |= {Taint(compute_class.CLASS_LABEL, str(name or ""), "NoSchedule"),
+                   *(Taint(key, "present", "NoSchedule") for key in compute_class.GKE_TAINTS)}
+    machine = next((p.get("machineType") for p in priorities if p.get("machineType")), None)
+    count = int_or_none(gpus[0].get("count")) if gpus else None
+    return Fields(
+        instance_type=machine,
+        capacities=frozenset() if "capacities" in r.unknown else frozenset(capacities),
+        labels=None if "labels" in r.unknown else labels,
+        taints=None if "taints" in r.unknown else tuple(sorted(taints, key=lambda t: (t.key, t.effect))),
+        min_nodes=0, max_nodes=None, cloud_name=name,
+        gpus_declared=count or None, gpu_marker=bool(gpus),
+        catalog_applies=bool(gpus) or not str(machine or "").startswith("n1-"),
+    )
+
+
 POOL_TYPES = (
     PoolType(NODE_POOL, facts.GKE.name, read_node_pool,
              {"instance_type": "nodeConfig.machineType", "gpu": "nodeConfig.guestAccelerators",
@@ -71,6 +115,19 @@ POOL_TYPES = (
              {SPOT: "nodeConfig.spot: true", ON_DEMAND: "nodeConfig.spot: false",
               RESERVED: "nodeConfig.reservationAffinity"},
              "nodeConfig.taints: [{key: nvidia.com/gpu, value: present, effect: NO_SCHEDULE}]", CRONJOB_SCHEDULE),
+    PoolType(COMPUTE_CLASS, facts.GKE.name, read_compute_class,
+             {"instance_type": "spec.priorities[].machineType", "gpu": "spec.priorities[].gpu.type",
+              "gpus_per_node": "spec.priorities[].gpu.count", "capacity": "spec.priorities[].spot",
+              "labels": "spec.priorities[].nodeLabels", "taints": "spec.priorities[].taints",
+              "sharing": "spec.priorities[].gpu.gpuSharing", "sharing.mode": "spec.priorities[].gpu.gpuSharing",
+              "sharing.replicas": "spec.priorities[].gpu.gpuSharing.maxSharedClientsPerGPU",
+              "sharing.mig": "spec.priorities[].gpu.gpuSharing.gpuPartitionSize",
+              "min_nodes": "the workloads' minimum replicas (auto-created node pools keep no minimum)",
+              "max_nodes": "the cluster's node auto-provisioning limits", "cloud_name": "metadata.name"},
+             {SPOT: "a priority with spot: true", ON_DEMAND: "a priority with spot: false",
+              RESERVED: "a priority with reservations: {affinity: Specific, specific: [{name: <reservation>}]}"},
+             "a GPU priority (spec.priorities[].gpu): GKE taints its nodes nvidia.com/gpu=present:NoSchedule",
+             CRONJOB_SCHEDULE, provisioner=compute_class.ComputeClasses.name),
 )
 SCHEDULE_TYPES: dict[str, Any] = {}
 AUTOSCALER_TYPES: dict[str, Any] = {}
