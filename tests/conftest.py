@@ -85,6 +85,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 folder.rmdir()
 
 
+def assert_golden_folder(folder: str, files: dict[str, str]) -> None:
+    """Compare every file of `files` with tests/golden/<folder>/, which holds no other file."""
+    for relative, text in files.items():
+        assert_golden(f"{folder}/{relative}", text)
+    if not os.environ.get("GPUSTACK_UPDATE_GOLDEN"):
+        root = GOLDEN / folder
+        assert {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} == set(files)
+
+
 def assert_golden(name: str, text: str) -> None:
     """Compare `text` with tests/golden/<name>; `make golden` rewrites the files."""
     assert _IN_GOLDEN_TEST[0], "a test that compares golden files is marked @pytest.mark.golden"

@@ -46,6 +46,16 @@ class DeployContext:
         what the context waits for. Backends merge their own options over these."""
         return pulumi.ResourceOptions(parent=parent or self.parent, depends_on=list(self.depends_on) or None)
 
+    def cluster_provider(self, target: TargetPlan, objects: str) -> pulumi.ProviderResource | None:
+        """The Kubernetes provider for a target whose pools are Kubernetes `objects` (e.g. "NodePools");
+        stops the program with a message when there is none, since the pools would not exist."""
+        if target.pools and self.kubernetes is None:
+            raise pulumi.RunError(
+                f"gpustack: target {target.name!r} is provisioned by {objects}, which are Kubernetes objects: set "
+                "the secret `gpustack:kubeconfig` (or pass `kubernetes=` to GpuPools), or apply the output of "
+                "`gpustack render` instead")
+        return self.kubernetes
+
     def invoke(self) -> pulumi.InvokeOutputOptions:
         """Options for a data source (an `_output` invoke): the parent's provider, after the cluster."""
         return pulumi.InvokeOutputOptions(parent=self.parent, depends_on=list(self.depends_on) or None)

@@ -195,26 +195,26 @@ class ComputeClasses(Provisioner):
     def pool_notes(self, pool: Pool) -> tuple[str, ...]:
         c = pool.compiled
         assert isinstance(c, ClassPool)
-        found = [f"A priority of the ComputeClass {c.class_name}: GKE creates its node pools (nodePoolAutoCreation) "
-                 f"when pods selecting the class ({CLASS_LABEL}: {c.class_name}) are pending."]
-        if pool.min_nodes:
-            found.append(f"GKE keeps no minimum in auto-created node pools ({AUTO_CREATION}): the {pool.min_nodes} "
-                         "node(s) of the floor exist while its workloads' minimum replicas keep them.")
-        if c.priority.reservation:
-            found.append(f"Consumes only the reservation {c.priority.reservation} (reservations.affinity: "
-                         f"{RESERVATION_AFFINITY}), the class's first priority, before any on-demand priority "
-                         "(the Pulumi program declares the reservation; with `gpustack render`, create it so).")
-        if pool.sharing.mode != "none":
-            found.append(f"GPU sharing in a ComputeClass (gpu.gpuSharing) needs GKE {GPU_SHARING_VERSION} or later "
-                         f"({REFERENCE}); earlier versions refuse the class.")
-        return tuple(found)
+        notes = {
+            f"A priority of the ComputeClass {c.class_name}: GKE creates its node pools (nodePoolAutoCreation) when "
+            f"pods selecting the class ({CLASS_LABEL}: {c.class_name}) are pending.": True,
+            f"GKE keeps no minimum in auto-created node pools ({AUTO_CREATION}): the {pool.min_nodes} node(s) of the "
+            "floor exist while its workloads' minimum replicas keep them.": pool.min_nodes > 0,
+            f"Consumes only the reservation {c.priority.reservation} (reservations.affinity: {RESERVATION_AFFINITY}), "
+            "the class's first priority, before any on-demand priority (the Pulumi program declares the "
+            "reservation; with `gpustack render`, create it so).": c.priority.reservation is not None,
+            f"GPU sharing in a ComputeClass (gpu.gpuSharing) needs GKE {GPU_SHARING_VERSION} or later ({REFERENCE}); "
+            "earlier versions refuse the class.": pool.sharing.mode != "none",
+        }
+        return tuple(note for note, applies in notes.items() if applies)
 
     def target_notes(self) -> list[str]:
-        return [f"GKE ComputeClasses provision the pools: one class per group of pools that carry a workload, each "
-                f"pool a priority (reserved floor, then spot, then on-demand), node pools created by GKE. The cluster "
-                f"needs GKE {CLASS_VERSION} or later for classes, {AUTO_CREATION_VERSION} or later for node pool "
-                f"auto-creation without cluster-level node auto-provisioning (else enable it with room for the "
-                f"GPUs), and {GPU_SHARING_VERSION} for GPU sharing in a class; see docs/compute-classes.md."]
+        versions = (f"GKE {CLASS_VERSION} or later for classes, {AUTO_CREATION_VERSION} or later for node pool "
+                    "auto-creation without cluster-level node auto-provisioning (else enable it with room for the "
+                    f"GPUs), and {GPU_SHARING_VERSION} for GPU sharing in a class")
+        return ["GKE ComputeClasses provision the pools: one class per group of pools that carry a workload, each pool a "
+                "priority (reserved floor, then spot, then on-demand), node pools created by GKE. The cluster needs "
+                f"{versions}; see docs/compute-classes.md."]
 
     def class_objects(self, pools: Sequence[Pool], labels: Mapping[str, str]) -> tuple[dict[str, Any], ...]:
         return compute_classes(pools, labels)

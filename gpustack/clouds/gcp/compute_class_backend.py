@@ -24,11 +24,7 @@ from gpustack.render.common import object_labels  # the labels `gpustack render`
 
 
 def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
-    if target.pools and context.kubernetes is None:
-        raise pulumi.RunError(
-            f"gpustack: target {target.name!r} is provisioned by GKE ComputeClasses, which are Kubernetes objects: "
-            "set the secret `gpustack:kubeconfig` (or pass `kubernetes=` to GpuPools), or apply the output of "
-            "`gpustack render` instead")
+    provider = context.cluster_provider(target, "GKE ComputeClasses")
     project = dict(target.settings).get("project")
     assert project is None or isinstance(project, str)  # the spec's pattern admits strings only
     objects = {obj["metadata"]["name"]: obj for obj in compute_classes(target.pools, object_labels(plan, target))}
@@ -48,7 +44,7 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
             declared[name] = k8s.apiextensions.CustomResource(
                 f"{pool.name}-compute-class", api_version=obj["apiVersion"], kind=obj["kind"],
                 metadata=obj["metadata"], spec=obj["spec"],
-                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=context.kubernetes)))
+                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(provider=provider)))
         outputs[POOL_ID] = declared[name].id
         return outputs
 
