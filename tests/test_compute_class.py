@@ -240,7 +240,7 @@ def test_pulumi_declares_the_rendered_classes_and_reservations_and_no_node_pool(
 
 def test_without_a_kubeconfig_the_program_stops_with_a_message(tmp_path):
     (tmp_path / "gpustack.yaml").write_text(compute_class_example_text(), encoding="utf-8")
-    with pytest.raises(Exception, match="provisioned by GKE ComputeClasses.*gpustack:kubeconfig"):
+    with pytest.raises(Exception, match=r"provisioned by GKE ComputeClasses.*gpustack:kubeconfig"):
         run_program(str(tmp_path / "gpustack.yaml"), TARGET)
 
 
