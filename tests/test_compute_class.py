@@ -350,3 +350,30 @@ def test_diff_says_a_class_change_follows_on_new_nodes_and_replaces_no_node_pool
     assert relabelled and all(p.change == "updated" for p in relabelled)
     assert all("nodes it creates from now on follow the change" in p.why and not any(f.replaces or f.drifts for f in p.fields)
                for p in relabelled)
+
+
+def test_the_schema_names_its_sources():
+    from pathlib import Path
+
+    head = (Path(__file__).parent / "schemas" / "cloud.google.com_computeclasses.yaml").read_text(
+        encoding="utf-8").split("group:")[0]
+    assert "datreeio/CRDs-catalog/blob/77e49833da1a723ff2f1ec34251c5eafc8c75daa/cloud.google.com/computeclass_v1.json" in head
+    assert "https://cloud.google.com/kubernetes-engine/docs/reference/crds/computeclass" in head
+
+
+def test_a_compiled_value_the_class_api_refuses_is_a_problem_before_rendering():
+    import dataclasses
+
+    from gpustack.clouds import CLOUDS
+
+    provisioner = CLOUDS.get("gcp").provisioner("compute-class")
+    [shared] = [p for p in PLANNED.pools if p.sharing.mode == "time-slicing"]
+    c = compiled(shared)
+    assert provisioner.check_pool(shared) == []
+    for priority in (dataclasses.replace(c.priority, max_shared_clients=64),
+                     dataclasses.replace(c.priority, sharing_strategy="TIMESHARE"),
+                     dataclasses.replace(c.priority, driver_version="DEFAULT")):
+        broken = dataclasses.replace(shared, compiled=dataclasses.replace(c, priority=priority))
+        assert provisioner.check_pool(broken), priority
+    bad_name = dataclasses.replace(shared, compiled=dataclasses.replace(c, class_name="Not_A_Label"))
+    assert any("ComputeClass name" in m for m in provisioner.check_pool(bad_name))

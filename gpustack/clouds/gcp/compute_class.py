@@ -7,8 +7,9 @@ builds the classes as data from the compiled pools, which `gpustack render` writ
 program (`compute_class_backend.py`) declares, with the Compute Engine reservation of each reserved
 floor (the same as the node-pool provisioner's). No node pool is declared.
 
-Facts are from the GKE documentation (there is no published CRD; the schema gpustack validates against,
-tests/schemas/cloud.google.com_computeclasses.docs.yaml, is derived from REFERENCE), each next to its page.
+Facts are from the GKE documentation, each next to its page. GKE publishes no CRD file; the tests validate
+every class against tests/schemas/cloud.google.com_computeclasses.yaml, the CRD's schema as published by
+datreeio/CRDs-catalog, checked against REFERENCE (its header gives both sources).
 """
 
 from __future__ import annotations
