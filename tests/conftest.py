@@ -33,22 +33,28 @@ def spec_text(workloads: list[dict], clouds: tuple[str, ...] = ("aws",), **top: 
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def karpenter_example_text() -> str:
-    """The example's aws target as `aws-karpenter`, provisioned by Karpenter (a test-only spec, so the
-    example's own targets and their resources stay as they are)."""
+def provisioner_example_text(example_target: str, name: str, provisioner: str) -> str:
+    """The example's target `example_target` as `name`, provisioned by `provisioner` (a test-only spec, so
+    the example's own targets and their resources stay as they are)."""
     doc = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    [aws] = [t for t in doc["targets"] if t["name"] == "aws-prod"]
-    aws = {**aws, "name": "aws-karpenter", "settings": {**aws["settings"], "provisioner": "karpenter"}}
-    return yaml.safe_dump({**doc, "targets": [aws]}, sort_keys=False)
+    [target] = [t for t in doc["targets"] if t["name"] == example_target]
+    target = {**target, "name": name, "settings": {**target["settings"], "provisioner": provisioner}}
+    return yaml.safe_dump({**doc, "targets": [target]}, sort_keys=False)
+
+
+def karpenter_example_text() -> str:
+    """The example's aws target as `aws-karpenter`, provisioned by Karpenter."""
+    return provisioner_example_text("aws-prod", "aws-karpenter", "karpenter")
 
 
 def compute_class_example_text() -> str:
-    """The example's gcp target as `gcp-compute-class`, provisioned by GKE ComputeClasses (a test-only
-    spec, so the example's own targets and their resources stay as they are)."""
-    doc = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    [gcp] = [t for t in doc["targets"] if t["name"] == "gcp-prod"]
-    gcp = {**gcp, "name": "gcp-compute-class", "settings": {**gcp["settings"], "provisioner": "compute-class"}}
-    return yaml.safe_dump({**doc, "targets": [gcp]}, sort_keys=False)
+    """The example's gcp target as `gcp-compute-class`, provisioned by GKE ComputeClasses."""
+    return provisioner_example_text("gcp-prod", "gcp-compute-class", "compute-class")
+
+
+def nap_example_text() -> str:
+    """The example's azure target as `azure-nap`, provisioned by AKS node auto-provisioning."""
+    return provisioner_example_text("azure-prod", "azure-nap", "nap")
 
 
 def dedent(text: str) -> str:

@@ -7,15 +7,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import jsonschema
 import pytest
 
+import provisioner_cases as cases
 from cloudsim import karpenter as sim
-from cloudsim.kube import Pod
-from conftest import GOLDEN, assert_golden, karpenter_example_text, spec_text
+from conftest import karpenter_example_text, spec_text
 from gpustack.catalog import load_catalog
 from gpustack.clouds.aws.karpenter import (
     AMI_ALIAS,
@@ -27,10 +26,8 @@ from gpustack.clouds.aws.karpenter import (
 from gpustack.errors import SpecError
 from gpustack.plan import build_plan
 from gpustack.render import in_cluster
-from gpustack.render.files import render_files
 from gpustack.spec import load_text
 from gpustack.testing import Declared, run_program
-from pulumi_golden import declared_yaml
 from test_render import validate
 
 TARGET = "aws-karpenter"
@@ -41,7 +38,6 @@ NODE_POOLS = [o for o in RENDERED.node_objects if o["kind"] == "NodePool"]
 NODE_CLASSES = {o["metadata"]["name"]: o for o in RENDERED.node_objects if o["kind"] == "EC2NodeClass"}
 OVERLAYS = [o for o in RENDERED.node_objects if o["kind"] == "NodeOverlay"]
 ROWS = {row.name: row for row in load_catalog().in_region("aws", PLANNED.region)}
-KUBECONFIG = {"gpustack:kubeconfig": "apiVersion: v1\nkind: Config\n"}
 
 
 def node_pool(pool_name: str) -> dict:
@@ -49,30 +45,15 @@ def node_pool(pool_name: str) -> dict:
     return found
 
 
-def pod(request) -> Pod:  # type: ignore[no-untyped-def]
-    tolerations = tuple({"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations)
-    return Pod(sim.pod_requests(dict(request.resources)), dict(request.node_selector), tolerations)
-
-
 @pytest.fixture(scope="module")
 def declared(tmp_path_factory) -> list[Declared]:  # type: ignore[no-untyped-def]
-    spec = tmp_path_factory.mktemp("karpenter") / "gpustack.yaml"
-    spec.write_text(karpenter_example_text(), encoding="utf-8")
-    return run_program(str(spec), TARGET, config=KUBECONFIG)
+    return cases.run_example(tmp_path_factory, karpenter_example_text(), TARGET)
 
 
 # -- the plan --------------------------------------------------------------------------------------
 def test_each_pool_is_compiled_once_into_the_plan_as_karpenter_spells_it():
-    doc = json.loads(PLAN.to_json())
-    [target] = doc["targets"]
-    assert target["provisioner"] == "karpenter"
-    for pool in target["pools"]:
+    for pool in cases.compiled_pools(PLAN, "karpenter", "node.kubernetes.io/instance-type"):
         compiled = pool["compiled"]
-        assert compiled["provisioner"] == "karpenter" and compiled["name"] == pool["cloud_name"]
-        assert {"key": "node.kubernetes.io/instance-type", "operator": "In",
-                "values": [pool["instance_type"]]} in compiled["requirements"]
-        assert {"key": "karpenter.sh/capacity-type", "operator": "In",
-                "values": [pool["capacity"]]} in compiled["requirements"]
         assert compiled["root_volume_size"] == f"{pool['disk']['size_gib']}Gi"
 
 
@@ -230,23 +211,11 @@ def test_validation_would_catch_a_wrong_field_or_value():
 
 # -- a pending pod of each workload (Karpenter's scheduling semantics, tests/cloudsim/karpenter.py) --
 def test_a_pending_pod_matches_its_own_pools_nodepools_and_no_other_kinds():
-    kind_of = {p.cloud_name: p.kind for p in PLANNED.pools}
-    for request in PLANNED.pod_requests:
-        mine = {PLANNED.pool(name).cloud_name for name in request.pools}
-        kind = {kind_of[name] for name in mine}
-        shape = without_requests(pod(request))  # requirements and taints only
-        matched = {p["metadata"]["name"] for p in NODE_POOLS if sim.why_not(shape, p, ROWS) is None}
-        assert mine <= matched, (request.workload, mine - matched)
-        assert {kind_of[name] for name in matched} == kind, (request.workload, matched)
-
-
-def without_requests(p: Pod) -> Pod:
-    """The pod without resource requests: what the NodePools' requirements and taints decide alone."""
-    return Pod({}, p.node_selector, p.tolerations)
+    cases.assert_each_pod_matches_its_pools_and_no_other_kind(PLANNED, NODE_POOLS, ROWS)
 
 
 def test_pods_launch_their_nodes_spot_first_and_mig_pods_through_their_overlays():
-    launches = {r.workload: sim.launching(pod(r), NODE_POOLS, ROWS, OVERLAYS) for r in PLANNED.pod_requests}
+    launches = {r.workload: sim.launching(cases.pod(r), NODE_POOLS, ROWS, OVERLAYS) for r in PLANNED.pod_requests}
     cloud = {p.name: p.cloud_name for p in PLANNED.pools}
     [group] = PLANNED.fallback_groups
     [spot], [fallback] = group.spot, group.fallback
@@ -260,7 +229,7 @@ def test_pods_launch_their_nodes_spot_first_and_mig_pods_through_their_overlays(
         assert launches[request.workload][0] == floor.cloud_name
         assert set(request_pools(launches[request.workload])) == set(request.pools)
     # Without the NodeOverlay gate no instance type offers a MIG device: nothing launches, as warned.
-    assert mig and all(sim.launching(pod(r), NODE_POOLS, ROWS) == [] for r in PLANNED.pod_requests if r.workload in mig)
+    assert mig and all(sim.launching(cases.pod(r), NODE_POOLS, ROWS) == [] for r in PLANNED.pod_requests if r.workload in mig)
     warned = {w.pool for w in PLANNED.warnings if w.code == "template-gap"}
     assert all(set(r.pools) <= warned for r in PLANNED.pod_requests if r.workload in mig)
 
@@ -285,28 +254,20 @@ def request_pools(names: list[str]) -> list[str]:
 def test_the_matcher_refuses_a_nodepool_without_the_kind_label_or_taint_toleration():
     request = next(r for r in PLANNED.pod_requests if r.workload == "ranker-train")
     own = node_pool(request.pools[0])
-    assert sim.why_not(pod(request), own, ROWS) is None
+    assert sim.why_not(cases.pod(request), own, ROWS) is None
     unlabelled = copy.deepcopy(own)
     del unlabelled["spec"]["template"]["metadata"]["labels"]["gpustack.dev/kind"]
-    assert "does not have known values" in (sim.why_not(pod(request), unlabelled, ROWS) or "")
+    assert "does not have known values" in (sim.why_not(cases.pod(request), unlabelled, ROWS) or "")
     tainted = copy.deepcopy(own)
     tainted["spec"]["template"]["spec"]["taints"].append({"key": "gpustack.dev/spot", "value": "true",
                                                           "effect": "NoSchedule"})
-    assert "did not tolerate" in (sim.why_not(pod(request), tainted, ROWS) or "")
+    assert "did not tolerate" in (sim.why_not(cases.pod(request), tainted, ROWS) or "")
 
 
 # -- the Pulumi program -----------------------------------------------------------------------------
 def test_pulumi_declares_the_rendered_node_objects_and_no_node_group(declared):
-    from test_in_cluster_pulumi import plain
-
-    objects = [plain(dict(r.inputs)) for r in declared if r.type.startswith("kubernetes:karpenter")]
-    key = lambda o: (o["kind"], o["metadata"]["name"])
-    assert sorted(objects, key=key) == sorted((plain(o) for o in RENDERED.node_objects), key=key)
+    cases.assert_declares_the_rendered_node_objects(declared, RENDERED, "gpustack:aws:GpuNodePool")
     assert not [r for r in declared if r.type.startswith(("aws:eks/", "aws:autoscaling/", "aws:ec2/launchTemplate"))]
-    components = {r.urn: r.name for r in declared if r.type == "gpustack:aws:GpuNodePool"}
-    for r in declared:
-        if r.type.startswith("kubernetes:karpenter"):
-            assert components[r.parent] in r.name, "each pool's objects are children of its GpuNodePool"
 
 
 def test_pulumi_declares_the_floor_reservation_the_node_class_selects(declared):
@@ -332,19 +293,13 @@ def test_compiled_values_are_frozen_dataclasses():
 # -- golden files ---------------------------------------------------------------------------------
 @pytest.mark.golden
 def test_rendered_files_match_golden():
-    files = render_files(RENDERED)
-    for relative, text in files.items():
-        assert_golden(f"render/{TARGET}/{relative}", text)
-    if not os.environ.get("GPUSTACK_UPDATE_GOLDEN"):
-        root = GOLDEN / "render" / TARGET
-        assert {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()} == set(files)
+    cases.assert_rendered_golden(RENDERED, TARGET)
 
 
 @pytest.mark.golden
 def test_program_resources_match_golden(declared):
-    assert_golden(f"pulumi/{TARGET}.yaml", declared_yaml(
-        "Every resource `pulumi up` declares for the example's aws target provisioned by Karpenter "
-        "(tests/conftest.py karpenter_example_text), with a kubeconfig", declared))
+    cases.assert_program_golden(TARGET, "the example's aws target provisioned by Karpenter "
+                                "(tests/conftest.py karpenter_example_text)", declared)
 
 
 def test_the_vendored_crds_name_their_release():
@@ -354,23 +309,8 @@ def test_the_vendored_crds_name_their_release():
 
 
 # -- guardrails read the NodePools ------------------------------------------------------------------
-def _views(declared: list[Declared]):  # type: ignore[no-untyped-def]
-    from gpustack.guardrails.resources import pool_view
-    from test_in_cluster_pulumi import plain
-
-    return [v for r in declared if (v := pool_view(r.type, plain(dict(r.inputs)), r.urn, r.name)) is not None]
-
-
 def test_guardrails_read_each_nodepool_as_its_pool(declared):
-    views = {v.cloud_name: v for v in _views(declared)}
-    assert set(views) == {p.cloud_name for p in PLANNED.pools}
-    for pool in PLANNED.pools:
-        view = views[pool.cloud_name]
-        assert view.is_gpu and view.provisioner == "karpenter" and view.kind == pool.kind
-        assert (view.instance_type, view.gpus_per_node, view.max_nodes, view.min_nodes) == (
-            pool.instance_type, pool.gpus_per_node, pool.max_nodes, 0)
-        assert view.capacities == {pool.capacity}
-        assert {(t.key, t.effect) for t in view.taints or ()} == {(t.key, t.effect) for t in pool.taints}
+    cases.assert_views_are_the_pools(declared, PLANNED, "karpenter")
 
 
 def test_guardrails_pass_the_rendered_nodepools_and_flag_a_broken_one(declared):
@@ -378,7 +318,7 @@ def test_guardrails_pass_the_rendered_nodepools_and_flag_a_broken_one(declared):
     from gpustack.guardrails.config import settings
 
     config = settings()
-    views = _views(declared)
+    views = cases.views(declared)
     assert [v for v in evaluate({TARGET: views}, config) if v.level == "mandatory"] == []
     broken = [dataclasses.replace(v, taints=()) if v.kind == "training" else v for v in views]
     found = {(v.rule, v.pool) for v in evaluate({TARGET: broken}, config)}

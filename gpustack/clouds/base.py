@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the plan imports the clouds; the clouds only name the plan'
 class Feature(enum.Enum):
     """Things a plan may need that a cloud may lack; gaps are reported when a spec is validated."""
 
+    MIG = "MIG partitions of a node pool's GPUs"
     MIG_MIXED_LAYOUTS = "different MIG profiles on the GPUs of one node pool"
     NATIVE_SCHEDULE = "scaling a node pool on a timetable with a cloud resource"
     SPOT = "spot / preemptible capacity"

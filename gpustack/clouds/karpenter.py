@@ -204,10 +204,17 @@ class KarpenterProvisioner(Provisioner):
     capacity_gaps: ClassVar[Mapping[str, str]] = {}
     # The labels the provider registers as well known, beyond core's (WELL_KNOWN_LABELS).
     provider_well_known_labels: ClassVar[frozenset[str]] = frozenset()
-    # Label domains the provider reserves in a NodePool template, beyond Karpenter core's.
+    # Label domains the provider reserves in a NodePool template, beyond Karpenter core's; the keys of them
+    # a template may still set; and the keys it refuses outright (CEL rules of the provider's NodePool CRD).
     provider_label_domains: ClassVar[tuple[str, ...]] = ()
-    # How the NodeOverlay gets read, for the template-gap warning: "unless ..., which reads the pool's NodeOverlay".
-    overlay_condition: ClassVar[str] = "unless Karpenter runs with --feature-gates NodeOverlay=true (alpha, off by default)"
+    provider_allowed_labels: ClassVar[frozenset[str]] = frozenset()
+    provider_restricted_labels: ClassVar[frozenset[str]] = frozenset()
+    # How the NodeOverlay gets read, for the template-gap warning ("Karpenter sees ... not what a node offers
+    # (...), <condition>; without the gate ...").
+    overlay_condition: ClassVar[str] = ("unless Karpenter runs with --feature-gates NodeOverlay=true (alpha, off by default), "
+                                        "which reads the pool's NodeOverlay")
+    # Whether the pools get their NodeOverlay (False where the provider's Karpenter cannot read one).
+    writes_overlays: ClassVar[bool] = True
     spot_taint = SPOT_TAINT
     # Nodes exist only for pending pods: a pool's floor is kept by its workloads' minimum replicas.
     keeps_min_nodes = False
@@ -264,7 +271,7 @@ class KarpenterProvisioner(Provisioner):
         nvidia.com/gpu as many as the instance has GPUs, never time-sliced replicas or MIG devices. The
         pool's NodeOverlay tells it what a node offers, but only where the alpha NodeOverlay feature gate
         is on, which gpustack cannot see: the plan warns."""
-        if not overlay_capacity(pool):
+        if not overlay_capacity(pool):  # what the pool's nodes offer, overlay or not
             return None
         offers = ", ".join(f"{name}: {count}" for name, count in pool.node_offers)
         if any(name.startswith("nvidia.com/mig-") for name, _ in pool.node_offers):
@@ -273,8 +280,7 @@ class KarpenterProvisioner(Provisioner):
             effect = ("pending time-sliced pods launch a node per GPU they ask for (up to the NodePool's limits), "
                       "and consolidation removes the surplus once the nodes report their replicas")
         return (f"Karpenter sees nvidia.com/gpu: {pool.gpus_per_node} on a new {pool.instance_type}, not what a node "
-                f"offers ({offers}), {self.overlay_condition}, which reads the pool's NodeOverlay; without the gate "
-                f"{effect}")
+                f"offers ({offers}), {self.overlay_condition}; without the gate {effect}")
 
     def compile(self, pool: Pool, target: Target) -> KarpenterPool:
         nodes = pool.max_nodes
@@ -298,7 +304,7 @@ class KarpenterProvisioner(Provisioner):
                     ("nvidia.com/gpu", str(pool.gpus_per_node * nodes))),
             weight=WEIGHTS[pool.capacity],
             consolidation_policy=policy, consolidate_after=after, budgets=budgets, expire_after=EXPIRE_AFTER,
-            overlay_capacity=overlay_capacity(pool),
+            overlay_capacity=overlay_capacity(pool) if self.writes_overlays else (),
             **self.node_class_fields(pool, target),
         )
 
@@ -317,9 +323,10 @@ class KarpenterProvisioner(Provisioner):
         if self.arch(pool) == "":
             problems.append(f"{self.arch_refusal(pool)} has no Karpenter {ARCH} In value")
         domains = self.restricted_label_domains
+        refused = RESTRICTED_LABELS | self.provider_restricted_labels
         for key, _ in compiled.labels:
             domain = key.split("/", 1)[0] if "/" in key else ""
-            if key in RESTRICTED_LABELS or any(domain.endswith(d) for d in domains):
+            if key in refused or (any(domain.endswith(d) for d in domains) and key not in self.provider_allowed_labels):
                 problems.append(f"label {key!r} is in a domain a NodePool template may not set "
                                 f"({', '.join(domains)}: {self.docs.nodepool_crd})")
         if compiled.consolidation_policy not in CONSOLIDATION_POLICIES:

@@ -84,6 +84,9 @@ class PoolType:
     schedule: str  # what counts as an auto-stop schedule for this type
     bounded_by: str | None = None  # the type of the autoscaler resource that may hold the pool's bounds
     provisioner: str = ""  # the provisioner whose resource this is ("": the cloud's default)
+    # Where types of several clouds share one token (Karpenter's NodePool): (props path, value) the
+    # resource of this one has.
+    selector: tuple[str, str] | None = None
 
 
 def int_or_none(value: Any) -> int | None:

@@ -37,9 +37,31 @@ def _readers_of(generation: int) -> tuple[dict[str, PoolType], dict[str, BoundsR
     autoscalers: dict[str, BoundsReader] = {}
     for cloud in CLOUDS:
         readers = cloud.part("readers")
-        pool_types.update({t.token: t for t in readers.POOL_TYPES})
+        pool_types.update({t.token: t for t in readers.POOL_TYPES if t.token not in pool_types or not t.selector})
         autoscalers.update(readers.AUTOSCALER_TYPES)
     return pool_types, autoscalers
+
+
+@functools.cache
+def _selected_of(generation: int) -> dict[str, tuple[PoolType, ...]]:
+    """Types whose token several clouds share (Karpenter's NodePool), by token, each with its selector."""
+    del generation
+    found: dict[str, list[PoolType]] = {}
+    for cloud in CLOUDS:
+        for kind in cloud.part("readers").POOL_TYPES:
+            if kind.selector:
+                found.setdefault(kind.token, []).append(kind)
+    return {token: tuple(kinds) for token, kinds in found.items()}
+
+
+def _pool_type(resource_type: str, props: Props) -> PoolType | None:
+    """The type of a resource: where clouds share its token, the one whose selector the props match."""
+    for kind in _selected_of(CLOUDS.generation).get(resource_type, ()):
+        assert kind.selector is not None
+        path, value = kind.selector
+        if Reader(props).get(path, "selector") == value:
+            return kind
+    return pool_types().get(resource_type)
 
 
 def pool_types() -> dict[str, PoolType]:
@@ -112,7 +134,7 @@ def stack_of(urn: str) -> str:
 def pool_view(resource_type: str, props: Props, urn: str = "", name: str = "", provider_props: Props | None = None,
               protected: bool = False, ignored_changes: Iterable[str] = ()) -> PoolView | None:
     """The pool view of a resource, or None when the type is not a node pool gpustack knows."""
-    kind = pool_types().get(resource_type)
+    kind = _pool_type(resource_type, props)
     if kind is None:
         return None
     reader = Reader(props)

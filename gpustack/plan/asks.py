@@ -54,6 +54,7 @@ class Ask:
     cpu: float
     memory_gib: float
     note: str | None = None  # a rounding the user should know about
+    gap: str | None = None  # what the provisioner could not give, and what is planned instead (a warning)
     percent: int = 0  # fractional: the replica's percent of one GPU (nvidia.com/gpucores)
 
 
@@ -76,6 +77,17 @@ def decide(workload: Workload, gpu: GpuModel, provisioner: Provisioner) -> Ask:
         (workload.gpu_memory_gib or 0.0) / gpu.usable_memory_gib if workload.gpu_memory_gib is not None else None)
     mode = workload.sharing or ("mig" if workload.mig or (workload.kind == "inference" and gpu.mig) else
                                 "time-slicing")
+    gap = None
+    if mode == "mig" and (why := provisioner.gap(Feature.MIG)) is not None:
+        # MIG asked for by a profile or a share: the same share of a time-sliced GPU, without isolation.
+        mig = gpu.mig
+        profile_of = mig.profile(workload.mig) if mig and workload.mig else None
+        if mig and profile_of is not None:
+            share = max(profile_of.compute / mig.compute_slices, profile_of.memory / mig.memory_slices)
+        if share is None:
+            raise AskError("sharing", f"{provisioner.description} cannot give MIG partitions: {why}")
+        mode, gap = "time-slicing", (f"time-sliced instead of MIG (no isolation between replicas): "
+                                     f"{provisioner.description} cannot give MIG partitions: {why}")
     if mode == "mig":
         assert gpu.mig is not None  # the spec check guarantees a MIG GPU here
         available = cloud.mig_profiles(gpu.name, gpu.mig.profile_names)
@@ -118,10 +130,10 @@ def decide(workload: Workload, gpu: GpuModel, provisioner: Provisioner) -> Ask:
     if clients < 2:
         return Ask("none", 1, 1, None, share, 1.0, cpu, memory,
                    note=f"a share of {share:.2f} is more than half a GPU: {mode} needs at least 2 clients per "
-                        "GPU, so each replica gets a whole GPU")
+                        "GPU, so each replica gets a whole GPU", gap=gap)
     if abs(1 / clients - share) > 1e-6 and note is None:
         note = f"a share of {share:.3g} is planned as 1/{clients} of a GPU ({mode} gives equal shares)"
-    return Ask(mode, 1, clients, None, share, 1 / clients, cpu, memory, note=note)
+    return Ask(mode, 1, clients, None, share, 1 / clients, cpu, memory, note=note, gap=gap)
 
 
 def _fractional(workload: Workload, gpu: GpuModel, provisioner: Provisioner, share: float, cpu: float,

@@ -181,6 +181,8 @@ class _TargetPlanner:
         except AskError as exc:
             self.problem(workload, exc.field, str(exc))
             return []
+        if ask.gap:
+            self.warn("capability-gap", f"{workload.name!r}: {ask.gap}", workload.name)
         if ask.note:
             self.warn("share-rounded", f"{workload.name!r}: {ask.note}", workload.name)
         if workload.schedule is not None and (advice := timezone_advice(workload.schedule.timezone)):

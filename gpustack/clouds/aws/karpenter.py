@@ -124,7 +124,8 @@ class Karpenter(KarpenterProvisioner):
     # Labels the AWS provider registers as well known (pkg/apis/v1/labels.go), those a pod may select.
     provider_well_known_labels = frozenset({"karpenter.k8s.aws/instance-gpu-count", "karpenter.k8s.aws/instance-gpu-name",
                                             "karpenter.k8s.aws/instance-family"})
-    overlay_condition = f"unless it runs with --feature-gates NodeOverlay=true (alpha since v1.7, off by default: {OVERLAY_DOC})"
+    overlay_condition = (f"unless it runs with --feature-gates NodeOverlay=true (alpha since v1.7, off by default: {OVERLAY_DOC}), "
+                         "which reads the pool's NodeOverlay")
     # Karpenter has no timetable: the auto-stop CronJobs scale the workloads to zero, and the emptied
     # nodes go once the NodePool's consolidateAfter has passed (DISRUPTION_DOC, "Consolidation").
     unsupported = {Feature.NATIVE_SCHEDULE: core.schedule_gap(DISRUPTION_DOC)}

@@ -1,5 +1,5 @@
-"""Guardrail readers of EKS resources: managed node groups, Karpenter NodePools, and Auto Scaling
-scheduled actions."""
+"""Guardrail readers of EKS resources: managed node groups, Karpenter NodePools (`gpustack.guardrails.karpenter`),
+and Auto Scaling scheduled actions."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpustack.clouds._enums import TAINT_EFFECTS
+from gpustack.clouds import CLOUDS
 from gpustack.clouds.aws import facts, karpenter
 from gpustack.guardrails.reading import (
     CRONJOB_SCHEDULE,
@@ -17,6 +18,7 @@ from gpustack.guardrails.reading import (
     labels_of,
     taint_objects,
 )
+from gpustack.guardrails.karpenter import karpenter_provisioner, node_pool_type
 from gpustack.guardrails.schedules import ScheduleRef
 from gpustack.guardrails.view import ON_DEMAND, RESERVED, SPOT
 
@@ -46,36 +48,6 @@ def read_node_group(r: Reader) -> Fields:
     )
 
 
-NODE_POOL = f"kubernetes:{karpenter.NODEPOOL_API}:NodePool"
-_KARPENTER_CAPACITIES = {"spot": SPOT, "on-demand": ON_DEMAND, "reserved": RESERVED}
-# A NodePool's taints are in the Kubernetes spelling already.
-_SAME_EFFECTS = {effect: effect for effect in TAINT_EFFECTS.values}
-
-
-def read_node_pool(r: Reader) -> Fields:
-    """A Karpenter NodePool: its requirements (instance type, capacity types: on-demand when unset, as
-    Karpenter defaults, karpenter.NODEPOOLS_DOC), template labels and taints, limits.nodes as the
-    maximum; no minimum (nodes exist for pending pods only)."""
-    requirements = r.get("spec.template.spec.requirements", "instance_type") or ()
-    r.get("spec.template.spec.requirements", "capacities")
-    allowed = {str(q.get("key")): [str(v) for v in q.get("values") or ()] for q in requirements
-               if isinstance(q, Mapping) and q.get("operator") == "In"}
-    types = allowed.get(karpenter.INSTANCE_TYPE) or []
-    capacities = allowed.get(karpenter.CAPACITY_TYPE) or ["on-demand"]
-    nodes = r.get("spec.limits.nodes", "max_nodes")
-    return Fields(
-        instance_type=types[0] if types else None,
-        capacities=frozenset() if "capacities" in r.unknown else
-        frozenset(_KARPENTER_CAPACITIES.get(c, c) for c in capacities),
-        labels=labels_of(r.get("spec.template.metadata.labels", "labels")),
-        taints=None if "taints" in r.unknown else taint_objects(r.get("spec.template.spec.taints", "taints"),
-                                                                _SAME_EFFECTS),
-        min_nodes=0,
-        max_nodes=int(nodes) if isinstance(nodes, str) and nodes.isdigit() else int_or_none(nodes),
-        cloud_name=r.get("metadata.name", "cloud_name"),
-    )
-
-
 def read_schedule(props: Mapping[str, Any], urn: str, dependencies: Iterable[str]) -> ScheduleRef:
     """A scheduled action names the node group's Auto Scaling group (or, in a preview, depends on it)."""
     asg = props.get("autoscalingGroupName")
@@ -91,20 +63,10 @@ POOL_TYPES = (
              {SPOT: "capacityType: SPOT", ON_DEMAND: "capacityType: ON_DEMAND", RESERVED: "a capacity reservation"},
              "taints: [{key: nvidia.com/gpu, value: present, effect: NO_SCHEDULE}]",
              f"{SCHEDULE} resources on the node group's Auto Scaling group, or {CRONJOB_SCHEDULE}"),
-    PoolType(NODE_POOL, facts.EKS.name, read_node_pool,
-             {"instance_type": "spec.template.spec.requirements", "gpu": "spec.template.spec.requirements",
-              "gpus_per_node": "spec.template.spec.requirements", "capacity": "spec.template.spec.requirements",
-              "labels": "spec.template.metadata.labels", "taints": "spec.template.spec.taints",
-              "sharing": "spec.template.metadata.labels",
-              "min_nodes": "the workloads' minimum replicas (a NodePool keeps no minimum)",
-              "max_nodes": "spec.limits.nodes", "cloud_name": "metadata.name",
-              "settings.subnet_ids": "the EC2NodeClass's spec.subnetSelectorTerms"},
-             {SPOT: "a requirement karpenter.sh/capacity-type In [spot]",
-              ON_DEMAND: "a requirement karpenter.sh/capacity-type In [on-demand]",
-              RESERVED: "a requirement karpenter.sh/capacity-type In [reserved] and the EC2NodeClass's "
-                        "capacityReservationSelectorTerms"},
-             "spec.template.spec.taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]",
-             CRONJOB_SCHEDULE, provisioner=karpenter.Karpenter.name),
+    node_pool_type(karpenter_provisioner(CLOUDS.get(facts.EKS.name), karpenter.Karpenter.name),
+                   "a requirement karpenter.sh/capacity-type In [reserved] and the EC2NodeClass's "
+                   "capacityReservationSelectorTerms",
+                   {"settings.subnet_ids": "the EC2NodeClass's spec.subnetSelectorTerms"}),
 )
 SCHEDULE_TYPES = {SCHEDULE: read_schedule}
 AUTOSCALER_TYPES: dict[str, Any] = {}

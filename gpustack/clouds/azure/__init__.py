@@ -6,6 +6,8 @@
     readers.py  guardrail readers of its node-pool resources and native schedules
     mocks.py    Pulumi mock answers for its data sources and computed outputs
     managed.py  the default provisioner: agent pools compiled for the AKS API, gaps, replacements
+    nap.py      the `nap` provisioner (node auto-provisioning): NodePools and AKSNodeClasses compiled into the plan
+    nap_backend.py  their Pulumi resources (imported only by the Pulumi program)
     prices.py   the price feed of `gpustack catalog refresh`
 """
 

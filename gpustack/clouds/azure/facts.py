@@ -143,6 +143,8 @@ class AKS(Cloud):
     # Linux user pools: ^[a-z][a-z0-9]{0,11}$ (AKS REST API, Agent Pools - Create Or Update,
     # parameter agentPoolName).
     pool_names = NameRule(12, r"[a-z][a-z0-9]{0,11}", "", AGENT_POOL_API)
+    # Agent pools with the AKS-managed Cluster Autoscaler (default), or node auto-provisioning (nap.py).
+    provisioners = ("managed", "nap")
     unsupported = {
         Feature.MIG_MIXED_LAYOUTS: "AKS creates one MIG profile per agent pool (gpuInstanceProfile); "
                                    "mixed profiles exist only in a preview API",

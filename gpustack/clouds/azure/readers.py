@@ -1,10 +1,13 @@
-"""Guardrail readers of AKS resources: agent pools."""
+"""Guardrail readers of AKS resources: agent pools, and node auto-provisioning's NodePools
+(`gpustack.guardrails.karpenter`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpustack.clouds.azure import facts
+from gpustack.clouds import CLOUDS
+from gpustack.clouds.azure import facts, nap
+from gpustack.guardrails.karpenter import karpenter_provisioner, node_pool_type
 from gpustack.guardrails.reading import (
     CRONJOB_SCHEDULE,
     Fields,
@@ -51,6 +54,9 @@ POOL_TYPES = (
              {SPOT: "scaleSetPriority: Spot", ON_DEMAND: "scaleSetPriority: Regular",
               RESERVED: "capacityReservationGroupID"},
              'nodeTaints: ["nvidia.com/gpu=present:NoSchedule"]', CRONJOB_SCHEDULE),
+    # NAP's NodePools: no reserved capacity (nap.RESERVATION_GAP).
+    node_pool_type(karpenter_provisioner(CLOUDS.get(facts.AKS.name), nap.NodeAutoProvisioning.name),
+                   "nothing: NAP launches on-demand and spot only"),
 )
 SCHEDULE_TYPES: dict[str, Any] = {}
 AUTOSCALER_TYPES: dict[str, Any] = {}

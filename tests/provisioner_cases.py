@@ -1,0 +1,112 @@
+"""What the tests of each provisioner whose pools are Kubernetes objects (Karpenter's NodePools, GKE's
+ComputeClasses) check the same way: goldens, the Pulumi run of the example, pending pods against the
+NodePools (tests/cloudsim/karpenter.py), the guardrails' views of the declared objects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cloudsim import karpenter as sim
+from cloudsim.kube import Pod
+from conftest import assert_golden, assert_golden_folder
+from gpustack.catalog import InstanceType
+from gpustack.plan.model import TargetPlan
+from gpustack.render import InCluster
+from gpustack.render.files import render_files
+from gpustack.testing import Declared
+from pulumi_golden import declared_yaml
+
+KUBECONFIG = {"gpustack:kubeconfig": "apiVersion: v1\nkind: Config\n"}
+
+
+def assert_rendered_golden(rendered: InCluster, target: str) -> None:
+    """`gpustack render`'s files for `target` are its goldens, no more and no fewer."""
+    assert_golden_folder(f"render/{target}", render_files(rendered))
+
+
+def assert_program_golden(target: str, what: str, declared: list[Declared]) -> None:
+    assert_golden(f"pulumi/{target}.yaml", declared_yaml(
+        f"Every resource `pulumi up` declares for {what}, with a kubeconfig", declared))
+
+
+def pod(request: Any) -> Pod:
+    """A pending pod of a workload as the plan's pod request says it is made."""
+    tolerations = tuple({"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations)
+    return Pod(sim.pod_requests(dict(request.resources)), dict(request.node_selector), tolerations)
+
+
+def without_requests(p: Pod) -> Pod:
+    """The pod without resource requests: what the NodePools' requirements and taints decide alone."""
+    return Pod({}, p.node_selector, p.tolerations)
+
+
+def assert_each_pod_matches_its_pools_and_no_other_kind(planned: TargetPlan, node_pools: Sequence[Mapping[str, Any]],
+                                                        rows: Mapping[str, InstanceType]) -> None:
+    kind_of = {p.cloud_name: p.kind for p in planned.pools}
+    for request in planned.pod_requests:
+        mine = {planned.pool(name).cloud_name for name in request.pools}
+        shape = without_requests(pod(request))
+        matched = {p["metadata"]["name"] for p in node_pools if sim.why_not(shape, p, rows) is None}
+        assert mine <= matched, (request.workload, mine - matched)
+        assert {kind_of[name] for name in matched} == {kind_of[name] for name in mine}, (request.workload, matched)
+
+
+def assert_declares_the_rendered_node_objects(declared: list[Declared], rendered: InCluster, component: str) -> None:
+    """The program declares exactly the objects `gpustack render` writes, each a child of its pool's component."""
+    from test_in_cluster_pulumi import plain
+
+    objects = [plain(dict(r.inputs)) for r in declared if r.type.startswith("kubernetes:karpenter")]
+    key = lambda o: (o["kind"], o["metadata"]["name"])
+    assert sorted(objects, key=key) == sorted((plain(o) for o in rendered.node_objects), key=key)
+    components = {r.urn: r.name for r in declared if r.type == component}
+    for r in declared:
+        if r.type.startswith("kubernetes:karpenter"):
+            assert components[r.parent] in r.name, "each pool's objects are children of its GpuNodePool"
+
+
+def views(declared: list[Declared]) -> list[Any]:
+    """The guardrails' pool views of the declared resources."""
+    from gpustack.guardrails.resources import pool_view
+    from test_in_cluster_pulumi import plain
+
+    return [v for r in declared if (v := pool_view(r.type, plain(dict(r.inputs)), r.urn, r.name)) is not None]
+
+
+def run_example(tmp_path_factory: Any, text: str, target: str) -> list[Declared]:
+    """What the Pulumi program declares for `target` of the spec `text`, with a kubeconfig."""
+    from gpustack.testing import run_program
+
+    spec = tmp_path_factory.mktemp(target) / "gpustack.yaml"
+    spec.write_text(text, encoding="utf-8")
+    return run_program(str(spec), target, config=KUBECONFIG)
+
+
+def assert_views_are_the_pools(declared: list[Declared], planned: TargetPlan, provisioner: str) -> None:
+    """The guardrails read each declared NodePool as its planned pool: no minimum, the maximum, capacity,
+    labels (kind) and taints."""
+    found = {v.cloud_name: v for v in views(declared)}
+    assert set(found) == {p.cloud_name for p in planned.pools}
+    for pool in planned.pools:
+        view = found[pool.cloud_name]
+        assert view.is_gpu and view.cloud == planned.cloud and view.provisioner == provisioner and view.kind == pool.kind
+        assert (view.instance_type, view.gpus_per_node, view.max_nodes, view.min_nodes) == (
+            pool.instance_type, pool.gpus_per_node, pool.max_nodes, 0)
+        assert view.capacities == {pool.capacity}
+        assert {(t.key, t.effect) for t in view.taints or ()} == {(t.key, t.effect) for t in pool.taints}
+
+
+def compiled_pools(plan: Any, provisioner: str, instance_type_label: str) -> list[dict[str, Any]]:
+    """The plan JSON's pools of its one target, each compiled once by `provisioner` into a NodePool that
+    requires its instance type and capacity type."""
+    import json
+
+    [target] = json.loads(plan.to_json())["targets"]
+    assert target["provisioner"] == provisioner
+    for pool in target["pools"]:
+        compiled = pool["compiled"]
+        assert compiled["provisioner"] == provisioner and compiled["name"] == pool["cloud_name"]
+        assert {"key": instance_type_label, "operator": "In", "values": [pool["instance_type"]]} in compiled["requirements"]
+        assert {"key": "karpenter.sh/capacity-type", "operator": "In",
+                "values": [pool["capacity"]]} in compiled["requirements"]
+    return list(target["pools"])
