@@ -110,3 +110,59 @@ def compiled_pools(plan: Any, provisioner: str, instance_type_label: str) -> lis
         assert {"key": "karpenter.sh/capacity-type", "operator": "In",
                 "values": [pool["capacity"]]} in compiled["requirements"]
     return list(target["pools"])
+
+
+def rules_found(found_views: list[Any], target: str) -> set[str]:
+    """The guardrail rules the views break, any level."""
+    from gpustack.guardrails import evaluate
+    from gpustack.guardrails.config import settings
+
+    return {f.rule for f in evaluate({target: found_views}, settings())}
+
+
+def assert_guardrails_pass_and_catch_an_untainted_pool(declared: list[Declared], target: str) -> list[Any]:
+    """The declared pools break no mandatory rule, and a training pool without its GPU taint is flagged;
+    the views, for more checks."""
+    import dataclasses
+
+    from gpustack.guardrails import evaluate
+    from gpustack.guardrails.config import settings
+
+    found = views(declared)
+    assert [v for v in evaluate({target: found}, settings()) if v.level == "mandatory"] == []
+    untainted = [dataclasses.replace(v, taints=()) if v.kind == "training" else v for v in found]
+    assert "gpu-pool-taint" in rules_found(untainted, target)
+    return found
+
+
+def assert_node_objects_valid(rendered: InCluster, planned: TargetPlan, node_class_kind: str,
+                              cel_problems: Any) -> None:
+    """One NodePool and one node class per pool, each valid against its CRD's schema (tests/schemas) and
+    the CRD's CEL rules as `cel_problems` re-states them."""
+    from test_render import validate
+
+    kinds = [o["kind"] for o in rendered.node_objects]
+    assert kinds.count("NodePool") == kinds.count(node_class_kind) == len(planned.pools)
+    for obj in rendered.node_objects:
+        validate(obj)
+        assert cel_problems(obj) == [], obj["metadata"]["name"]
+
+
+def nodepool_cel_problems(node_pool: Mapping[str, Any], restricted: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """Karpenter core's CEL rules of the NodePool CRD that gpustack's NodePools touch, re-stated (requirement
+    values, the karpenter.sh domain, `restricted` keys), and the template's label and requirement keys,
+    for a provider's own rules."""
+    template = node_pool["spec"]["template"]
+    problems = []
+    for req in template["spec"]["requirements"]:
+        if req["operator"] == "In" and not req["values"]:
+            problems.append("requirements with operator 'In' must have a value defined")
+    keys = [r["key"] for r in template["spec"]["requirements"]] + list(template["metadata"]["labels"])
+    for key in keys:
+        domain = key.split("/")[0]
+        if (domain.endswith("karpenter.sh") and key != "karpenter.sh/capacity-type") or \
+                key in ("karpenter.sh/nodepool", "kubernetes.io/hostname", *restricted):
+            problems.append(f"label {key} is restricted")
+    if any(set(b) != {"nodes", "reasons"} and set(b) != {"nodes"} for b in node_pool["spec"]["disruption"].get("budgets", [])):
+        problems.append("'schedule' must be set with 'duration'")
+    return problems, keys

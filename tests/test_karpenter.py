@@ -5,7 +5,6 @@ pending pod of each workload launches only NodePools of its own pools."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 from pathlib import Path
 
@@ -137,18 +136,7 @@ def cel_problems(obj: dict) -> list[str]:
     spec = obj["spec"]
     problems = []
     if obj["kind"] == "NodePool":
-        template = spec["template"]
-        for req in template["spec"]["requirements"]:
-            if req["operator"] == "In" and not req["values"]:
-                problems.append("requirements with operator 'In' must have a value defined")
-        keys = [r["key"] for r in template["spec"]["requirements"]] + list(template["metadata"]["labels"])
-        for key in keys:
-            domain = key.split("/")[0]
-            if (domain.endswith("karpenter.sh") and key != "karpenter.sh/capacity-type") or \
-                    key in ("karpenter.sh/nodepool", "kubernetes.io/hostname"):
-                problems.append(f"label {key} is restricted")
-        if any(set(b) != {"nodes", "reasons"} and set(b) != {"nodes"} for b in spec["disruption"].get("budgets", [])):
-            problems.append("'schedule' must be set with 'duration'")
+        problems.extend(cases.nodepool_cel_problems(obj)[0])
     elif obj["kind"] == "NodeOverlay":
         if any(key in ("cpu", "memory", "ephemeral-storage", "pods") for key in spec.get("capacity", {})):
             problems.append("invalid resource restricted")
@@ -179,10 +167,7 @@ def cel_problems(obj: dict) -> list[str]:
 
 
 def test_every_node_object_validates_against_the_karpenter_crds():
-    assert len(NODE_POOLS) == len(NODE_CLASSES) == len(PLANNED.pools)
-    for obj in RENDERED.node_objects:
-        validate(obj)
-        assert cel_problems(obj) == []
+    cases.assert_node_objects_valid(RENDERED, PLANNED, "EC2NodeClass", cel_problems)
 
 
 def test_validation_would_catch_a_wrong_field_or_value():
@@ -314,12 +299,4 @@ def test_guardrails_read_each_nodepool_as_its_pool(declared):
 
 
 def test_guardrails_pass_the_rendered_nodepools_and_flag_a_broken_one(declared):
-    from gpustack.guardrails import evaluate
-    from gpustack.guardrails.config import settings
-
-    config = settings()
-    views = cases.views(declared)
-    assert [v for v in evaluate({TARGET: views}, config) if v.level == "mandatory"] == []
-    broken = [dataclasses.replace(v, taints=()) if v.kind == "training" else v for v in views]
-    found = {(v.rule, v.pool) for v in evaluate({TARGET: broken}, config)}
-    assert {r for r, _ in found} >= {"gpu-pool-taint"}
+    cases.assert_guardrails_pass_and_catch_an_untainted_pool(declared, TARGET)

@@ -116,21 +116,14 @@ def cel_problems(obj: dict) -> list[str]:
     spec = obj["spec"]
     problems = []
     if obj["kind"] == "NodePool":
-        template = spec["template"]
-        for req in template["spec"]["requirements"]:
-            if req["operator"] == "In" and not req["values"]:
-                problems.append("requirements with operator 'In' must have a value defined")
-        if "karpenter.sh/capacity-type" in {r["key"] for r in template["spec"]["requirements"]} and any(
-                v not in ("spot", "on-demand") for r in template["spec"]["requirements"]
-                if r["key"] == "karpenter.sh/capacity-type" for v in r["values"]):
+        found, keys = cases.nodepool_cel_problems(obj, ("agentpool", "storageprofile", "storagetier", "accelerator"))
+        problems.extend(found)
+        requirements = obj["spec"]["template"]["spec"]["requirements"]
+        if any(v not in ("spot", "on-demand") for r in requirements if r["key"] == "karpenter.sh/capacity-type"
+               for v in r["values"]):
             problems.append("capacity type not offered by the provider")
-        keys = [r["key"] for r in template["spec"]["requirements"]] + list(template["metadata"]["labels"])
         for key in keys:
             domain = key.split("/")[0]
-            if (domain.endswith("karpenter.sh") and key != "karpenter.sh/capacity-type") or \
-                    key in ("karpenter.sh/nodepool", "kubernetes.io/hostname", "agentpool", "storageprofile",
-                            "storagetier", "accelerator"):
-                problems.append(f"label {key} is restricted")
             for restricted, allowed in AZURE_DOMAINS.items():
                 if domain.endswith(restricted) and key not in allowed:
                     problems.append(f'label domain "{restricted}" is restricted')
@@ -144,10 +137,7 @@ def cel_problems(obj: dict) -> list[str]:
 
 
 def test_every_node_object_validates_against_the_crds_of_the_azure_provider():
-    assert len(NODE_POOLS) == len(NODE_CLASSES) == len(PLANNED.pools)
-    for obj in RENDERED.node_objects:
-        validate(obj)
-        assert cel_problems(obj) == []
+    cases.assert_node_objects_valid(RENDERED, PLANNED, "AKSNodeClass", cel_problems)
 
 
 def test_validation_would_catch_a_wrong_field_or_value():
@@ -251,17 +241,12 @@ def test_guardrails_read_each_nodepool_as_an_azure_pool(declared):
 
 
 def test_guardrails_pass_the_nap_nodepools_and_flag_a_broken_one(declared):
-    from gpustack.guardrails import evaluate
-    from gpustack.guardrails.config import settings
     from gpustack.guardrails.view import SPOT
 
-    config = settings()
-    views = cases.views(declared)
-    assert [v for v in evaluate({TARGET: views}, config) if v.level == "mandatory"] == []
-    untainted = [dataclasses.replace(v, taints=()) if v.kind == "training" else v for v in views]
-    assert "gpu-pool-taint" in {f.rule for f in evaluate({TARGET: untainted}, config)}
+    views = cases.assert_guardrails_pass_and_catch_an_untainted_pool(declared, TARGET)
+    clean = cases.rules_found(views, TARGET)
     spot_inference = [dataclasses.replace(v, capacities=frozenset({SPOT})) if v.kind == "inference" else v for v in views]
     spot_unchecked = [dataclasses.replace(v, capacities=frozenset({SPOT})) if v.checkpointing is False else v
                       for v in views]
-    assert {f.rule for f in evaluate({TARGET: spot_inference}, config)} - {f.rule for f in evaluate({TARGET: views}, config)}
-    assert {f.rule for f in evaluate({TARGET: spot_unchecked}, config)} - {f.rule for f in evaluate({TARGET: views}, config)}
+    assert cases.rules_found(spot_inference, TARGET) - clean  # no spot-only inference
+    assert cases.rules_found(spot_unchecked, TARGET) - clean  # spot only for checkpointed work
