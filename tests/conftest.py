@@ -33,12 +33,12 @@ def spec_text(workloads: list[dict], clouds: tuple[str, ...] = ("aws",), **top: 
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def provisioner_example_text(example_target: str, name: str, provisioner: str) -> str:
-    """The example's target `example_target` as `name`, provisioned by `provisioner` (a test-only spec, so
-    the example's own targets and their resources stay as they are)."""
+def provisioner_example_text(example_target: str, name: str, provisioner: str, **settings: str) -> str:
+    """The example's target `example_target` as `name`, provisioned by `provisioner` with `settings` added (a
+    test-only spec, so the example's own targets and their resources stay as they are)."""
     doc = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     [target] = [t for t in doc["targets"] if t["name"] == example_target]
-    target = {**target, "name": name, "settings": {**target["settings"], "provisioner": provisioner}}
+    target = {**target, "name": name, "settings": {**target["settings"], "provisioner": provisioner, **settings}}
     return yaml.safe_dump({**doc, "targets": [target]}, sort_keys=False)
 
 
@@ -55,6 +55,16 @@ def compute_class_example_text() -> str:
 def nap_example_text() -> str:
     """The example's azure target as `azure-nap`, provisioned by AKS node auto-provisioning."""
     return provisioner_example_text("azure-prod", "azure-nap", "nap")
+
+
+# The OKE GPU image an OCINodeClass is pinned to in the test specs (KPO needs one: settings.image_id).
+OKE_GPU_IMAGE = "ocid1.image.oc1.iad.aaaaaaaaexampleokegpuimage"
+
+
+def oci_karpenter_example_text() -> str:
+    """The example's oci target as `oci-karpenter`, provisioned by Oracle's Karpenter provider on a pinned
+    OKE GPU image."""
+    return provisioner_example_text("oci-prod", "oci-karpenter", "karpenter", image_id=OKE_GPU_IMAGE)
 
 
 def dedent(text: str) -> str:

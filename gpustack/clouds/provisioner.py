@@ -91,6 +91,9 @@ class Provisioner:
     changes_apply_to_new_nodes: ClassVar[str | None] = None
     # How spot pools are preferred over their fallback pools (None: nothing known; the plan says so).
     fallback_mechanism: ClassVar[FallbackMechanism | None] = None
+    # Target settings this provisioner needs that the cloud's managed pools do not: name -> why, with the
+    # source (a located error at validation when absent).
+    required_settings: ClassVar[Mapping[str, str]] = {}
     # Whether a pool's min_nodes are kept running by the provisioner itself (node groups' minimum size);
     # where not, a pool at zero is the rule and what the autoscaler simulates matters for every scale-up.
     keeps_min_nodes: ClassVar[bool] = True

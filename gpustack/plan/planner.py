@@ -91,6 +91,10 @@ class _TargetPlanner:
 
     def plan(self) -> TargetPlan | None:
         before = len(self.problems)
+        for name, why in self.provisioner.required_settings.items():  # a gap of this provisioner, located
+            if self.target.setting(name) is None:
+                self.problem(None, "", f"settings.{name} is required with provisioner {self.provisioner.name!r}: {why}",
+                             path=("targets", self.target.index, "settings"))
         zones = self.target_zones()
         workloads = sorted((self.spec.workload(n) for n in self.target.workloads), key=lambda w: w.name)
         if not workloads:

@@ -5,6 +5,8 @@
     readers.py  guardrail readers of its node-pool resources and native schedules
     mocks.py    Pulumi mock answers for its data sources and computed outputs
     managed.py  the default provisioner: node pools compiled for the OKE API, gaps, replacements
+    karpenter.py  Oracle's Karpenter provider (KPO): a NodePool and an OCINodeClass per pool
+    karpenter_backend.py  their Pulumi declaration, and the floors' capacity reservations
     prices.py   the price feed of `gpustack catalog refresh`
 """
 

@@ -64,11 +64,7 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
         options = oci.containerengine.get_node_pool_option_output(node_pool_option_id=target.cluster,
                                                                   compartment_id=compartment, opts=context.invoke())
         image = options.sources.apply(lambda sources: gpu_image(sources, cluster.kubernetes_version))
-    if settings.get("availability_domains"):
-        domains = pulumi.Output.from_input(sorted(str(d) for d in cast("list[object]", settings["availability_domains"])))
-    else:
-        found = oci.identity.get_availability_domains_output(compartment_id=compartment, opts=context.invoke())
-        domains = found.availability_domains.apply(lambda ads: sorted(ad["name"] for ad in ads))
+    domains = availability_domains(settings, compartment, context)
     where = _Where(target.cluster, compartment, str(settings["subnet_id"]), version, image,
                    bool(settings.get("image_id")), domains)
     pools = {pool.name: GpuNodePool(target.cloud, pool, functools.partial(_node_pool, where), context)
@@ -79,6 +75,27 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
         _autoscaler(target, [(pools[p.name].outputs[POOL_ID], p) for p in sorted(target.pools, key=lambda p: p.name)],
                     priority, context)
     return pools
+
+
+def availability_domains(settings: Mapping[str, object], compartment: str,
+                         context: DeployContext) -> pulumi.Output[list[str]]:
+    """The target's availability domains, sorted: settings.availability_domains, else all of the compartment's."""
+    if settings.get("availability_domains"):
+        return pulumi.Output.from_input(sorted(str(d) for d in cast("list[object]", settings["availability_domains"])))
+    found = oci.identity.get_availability_domains_output(compartment_id=compartment, opts=context.invoke())
+    return found.availability_domains.apply(lambda ads: sorted(ad["name"] for ad in ads))
+
+
+def declare_reservation(pool: Pool, compartment_id: str, domain: pulumi.Input[str], tags: Mapping[str, str],
+                        opts: pulumi.ResourceOptions) -> oci.core.ComputeCapacityReservation:
+    """The capacity reservation of a reserved floor: its shape, as many instances as the floor, in one
+    availability domain (a reservation holds one shape in one domain), whichever provisioner launches into it."""
+    return oci.core.ComputeCapacityReservation(
+        f"{pool.name}-reservation", compartment_id=compartment_id, availability_domain=domain,
+        display_name=pool.cloud_name, is_default_reservation=False, freeform_tags=dict(tags),
+        instance_reservation_configs=[oci.core.ComputeCapacityReservationInstanceReservationConfigArgs(
+            instance_shape=pool.instance_type, reserved_count=str(pool.reserved_nodes))],
+        opts=opts)
 
 
 def check_cluster_type(cluster_id: str, cluster_type: str) -> None:
@@ -116,12 +133,7 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
     if pool.reserved_nodes:
         # The floor lives in one availability domain: a reservation holds one shape in one domain.
         domain = where.availability_domains.apply(lambda names: names[0])
-        reservation = oci.core.ComputeCapacityReservation(
-            f"{pool.name}-reservation", compartment_id=where.compartment_id, availability_domain=domain,
-            display_name=pool.cloud_name, is_default_reservation=False, freeform_tags=tags,
-            instance_reservation_configs=[oci.core.ComputeCapacityReservationInstanceReservationConfigArgs(
-                instance_shape=pool.instance_type, reserved_count=str(pool.reserved_nodes))],
-            opts=opts)
+        reservation = declare_reservation(pool, where.compartment_id, domain, tags, opts)
         placements: pulumi.Input[Sequence[Any]] = pulumi.Output.all(domain, reservation.id).apply(
             lambda a: [_placement(where.subnet_id, a[0], capacity_reservation_id=a[1])])
         outputs["capacity_reservation_id"] = reservation.id

@@ -78,6 +78,8 @@ class OKE(Cloud):
     name = "oci"
     aliases = ("oke", "oracle")
     display_name = "OKE"
+    # OKE managed node pools with the Cluster Autoscaler add-on, or Oracle's Karpenter provider (karpenter.py).
+    provisioners = ("managed", "karpenter")
     # OCI has no OIDC login action for GitHub: the preview gets a read-only API key (a user in a group
     # whose policy only reads) through the provider's environment variables, as secrets of the
     # preview environment (https://www.pulumi.com/registry/packages/oci/installation-configuration/).
@@ -134,7 +136,8 @@ class OKE(Cloud):
                          "(https://docs.oracle.com/en-us/iaas/Content/Compute/Tasks/reserve-capacity.htm)")
 
     def target_notes(self, settings: Mapping[str, object]) -> list[str]:
-        if settings.get("cluster_autoscaler", "addon") != "addon":
+        # The add-on scales managed node pools only; under Karpenter it is not declared.
+        if settings.get("cluster_autoscaler", "addon") != "addon" or settings.get("provisioner", "managed") != "managed":
             return []
         return [f"OKE's Cluster Autoscaler add-on runs only on an enhanced cluster ({CLUSTER_TYPES_SOURCE}): the Pulumi "
                 "program reads the cluster's type before it declares anything and stops on a basic cluster; "

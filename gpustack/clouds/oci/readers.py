@@ -1,4 +1,5 @@
-"""Guardrail readers of OKE resources: node pools, and the Cluster Autoscaler add-on that bounds them."""
+"""Guardrail readers of OKE resources: node pools, the Cluster Autoscaler add-on that bounds them, and
+the NodePools of Oracle's Karpenter provider."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gpustack.clouds.oci import facts
+from gpustack.clouds import CLOUDS
+from gpustack.clouds.oci import facts, karpenter
+from gpustack.guardrails.karpenter import karpenter_provisioner, node_pool_type
 from gpustack.guardrails.reading import CRONJOB_SCHEDULE, Fields, PoolType, Reader, int_or_none, taint_strings
 from gpustack.guardrails.view import ON_DEMAND, RESERVED, SPOT, UNKNOWN, Taint
 
@@ -105,6 +108,12 @@ POOL_TYPES = (
               RESERVED: "capacityReservationId in the placement configs"},
              "a cloud-init script in nodeMetadata.user_data that runs the OKE init script with --kubelet-extra-args "
              '"--register-with-taints=nvidia.com/gpu=present:NoSchedule"', CRONJOB_SCHEDULE, bounded_by=ADDON),
+    node_pool_type(karpenter_provisioner(CLOUDS.get(facts.OKE.name), karpenter.OKEKarpenter.name),
+                   "a requirement karpenter.sh/capacity-type In [reserved] and the OCINodeClass's "
+                   "capacityReservationConfigs",
+                   {"settings.image_id": "the OCINodeClass's spec.volumeConfig.bootVolumeConfig.imageConfig",
+                    "settings.subnet_id": "the OCINodeClass's spec.networkConfig.primaryVnicConfig.subnetConfig",
+                    "settings.compartment_id": "the OCINodeClass's spec.nodeCompartmentId"}),
 )
 SCHEDULE_TYPES: dict[str, Any] = {}
 AUTOSCALER_TYPES = {ADDON: read_addon_bounds}
