@@ -155,10 +155,7 @@ class OKEKarpenter(KarpenterProvisioner):
     # Nothing KPO declares is replaced: the NodeClaims drift (DRIFT: compartment, image, capacity
     # reservation, subnet, boot volume; the NodePool's template hash: labels, taints, requirements).
     drifting_changes = {
-        "instance_type": f"the NodePool's requirements change: its nodes drift ({DISRUPTION_DOC}, Drift)",
-        "capacity": f"the NodePool's capacity-type requirement changes: its nodes drift ({DISRUPTION_DOC}, Drift)",
-        "taints": f"the NodePool's template taints change: its nodes drift ({DISRUPTION_DOC}, Drift)",
-        "labels": f"the NodePool's template labels change: its nodes drift ({DISRUPTION_DOC}, Drift)",
+        **core.drift_changes(DISRUPTION_DOC),
         "settings.image_id": f"the OCINodeClass's image changes: its nodes drift (imageMismatch, {DRIFT})",
         "settings.subnet_id": f"the OCINodeClass's subnet changes: its nodes drift (network drift, {DRIFT})",
         "settings.compartment_id": f"the OCINodeClass's nodeCompartmentId changes: its nodes drift "
