@@ -76,7 +76,7 @@ def test_jobs_are_not_scaled_to_zero():
 def test_an_idle_action_needs_prometheus_and_the_url_is_checked():
     acting = dict(NOTEBOOK, idle={"below": "10%", "for": "15m", "action": "scale-to-zero"})
     assert "targets[0]: workloads nb scale to zero when idle" in problems([acting], autostop="keda")
-    assert "add settings.autostop: keda" in problems([acting], prometheus_url=PROMETHEUS)
+    assert "targets[0]: workloads nb scale to zero when idle" in problems([acting])  # the built-in job too
     for bad in ("http://Prometheus:9090", "http://prom:9090/?q=1", "http://prom;rm -rf /", "ftp://prom",
                 "http://prom:99999", "http://prom:9090\n"):
         assert "settings.prometheus_url" in problems([acting], prometheus_url=bad, autostop="keda"), bad

@@ -28,13 +28,13 @@ BERLIN = ZoneInfo("Europe/Berlin")
 PROMTOOL = shutil.which("promtool")
 
 
-def keda_example_text(autostop: str = "keda") -> str:
+def keda_example_text(autostop: str = "keda", idle: bool = False) -> str:
     """The example's aws target with KEDA: notebooks scale to zero when idle, moderation too (floors: true);
-    with the CronJobs instead, only the window."""
+    with the CronJobs instead, only the window (or, with `idle`, the same idle actions by the built-in job)."""
     doc = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     [aws] = [t for t in doc["targets"] if t["name"] == "aws-prod"]
     settings = {**aws["settings"], "autostop": autostop, "prometheus_url": PROMETHEUS}
-    for workload in doc["workloads"] if autostop == "keda" else ():
+    for workload in doc["workloads"] if autostop == "keda" or idle else ():
         if workload["name"] == "notebooks":
             workload["idle"] = {"below": "10%", "for": "15m", "action": "scale-to-zero"}
         if workload["name"] == "moderation":

@@ -1,7 +1,7 @@
 """Programs that run inside the cluster, shipped as package data and mounted from a ConfigMap.
 
-Each module here is a standalone script: it imports only the Python standard library (the image runs
-nothing else) and never imports gpustack. The renderers read a module's source text with
+Each module here is a standalone script: in the cluster it imports only the Python standard library
+(the image runs nothing else) and, for idle.py, auto-stop's program mounted beside it; never gpustack. The renderers read a module's source text with
 `source(name)`; the tests import the module itself.
 """
 

@@ -7,6 +7,8 @@ program declare, built from the plan only (no Pulumi import here).
 - dev auto-stop (autostop.py): CronJobs, their RBAC, state ConfigMap and NetworkPolicy, on every cloud;
 - or, on targets with `settings.autostop: keda`, KEDA ScaledObjects (keda.py) for the Deployments and
   StatefulSets with a window or an idle action;
+- the built-in idle action (idle.py): a CronJob per workload that scales to zero when idle, where KEDA
+  does not, with its RBAC and NetworkPolicy;
 - idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud;
 - spot first, on-demand fallback (autoscaling.py): the Cluster Autoscaler's priority-expander
   ConfigMap, or GKE ComputeClasses, for targets with fallback pools;
@@ -25,7 +27,7 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import alerts, autoscaling, autostop, hami, keda, nvidia, operator
+from gpustack.render import alerts, autoscaling, autostop, hami, idle, keda, nvidia, operator
 from gpustack.render.common import metadata, object_labels
 from gpustack.render.operator import HelmRelease
 
@@ -78,6 +80,7 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
         objects.extend(nvidia.configmaps(plan, target, release.namespace))
     objects.extend(autostop.objects(plan, target))
     objects.extend(keda.objects(plan, target))
+    objects.extend(idle.objects(plan, target, objects))
     objects.extend(autoscaling.objects(plan, target))
     rule = alerts.prometheus_rule(plan, target, GPUSTACK_NAMESPACE)
     if rule is not None:

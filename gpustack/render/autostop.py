@@ -97,30 +97,35 @@ def _numbered(action: str, index: int, count: int) -> str:
     return action if count == 1 else f"{action}-{index}"
 
 
-def cronjob(plan: Plan, target: TargetPlan, pool: Pool, namespace: str, action: str, schedule: str,
-            name_action: str | None = None) -> dict[str, Any]:
-    assert pool.schedule is not None
-    labels = dict(object_labels(plan, target, pool), **{ACTION_LABEL: action})
-    labels = dict(sorted(labels.items()))
+def pod_spec(command: list[str], program_configmap: str) -> dict[str, Any]:
+    """The pod of a gpustack job: `command` run unprivileged from the program mounted from its ConfigMap."""
     container = {
         "name": "scale",
         "image": IMAGE,
-        "command": ["python3", f"{PROGRAM_DIR}/{PROGRAM_FILE}", action, namespace, selector(pool),
-                    str(max_replicas(target, pool))],
+        "command": command,
         "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
         "volumeMounts": [{"name": "program", "mountPath": PROGRAM_DIR, "readOnly": True}],
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "capabilities": {"drop": ["ALL"]}},
     }
-    pod = {
+    return {
         "serviceAccountName": ACCOUNT,
         "restartPolicy": "Never",
         "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
                             "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
-        "volumes": [{"name": "program", "configMap": {"name": PROGRAM_CONFIGMAP}}],
+        "volumes": [{"name": "program", "configMap": {"name": program_configmap}}],
     }
+
+
+def cronjob(plan: Plan, target: TargetPlan, pool: Pool, namespace: str, action: str, schedule: str,
+            name_action: str | None = None) -> dict[str, Any]:
+    assert pool.schedule is not None
+    labels = dict(object_labels(plan, target, pool), **{ACTION_LABEL: action})
+    labels = dict(sorted(labels.items()))
+    pod = pod_spec(["python3", f"{PROGRAM_DIR}/{PROGRAM_FILE}", action, namespace, selector(pool),
+                    str(max_replicas(target, pool))], PROGRAM_CONFIGMAP)
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",

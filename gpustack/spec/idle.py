@@ -83,11 +83,7 @@ def check_prometheus(reader: Reader, targets: Sequence[Target], workloads: Seque
     for target in targets:
         acting = [name for name in target.workloads
                   if (idle := by_name[name].idle) is not None and idle.action == "scale-to-zero"]
-        if acting and target.setting("autostop", "cronjob") != "keda":
-            reader.problem(("targets", target.index), f"workloads {', '.join(acting)} scale to zero when idle: this "
-                                                      "gpustack does it with KEDA only; add settings.autostop: keda "
-                                                      "(the cluster runs KEDA 2.12 or later), or use action: alert")
-        elif acting and target.setting("prometheus_url") is None:
+        if acting and target.setting("prometheus_url") is None:
             reader.problem(("targets", target.index), f"workloads {', '.join(acting)} scale to zero when idle, which "
                                                       "reads GPU utilisation from Prometheus: add settings."
                                                       "prometheus_url, e.g. http://prometheus-operated.monitoring."
