@@ -250,3 +250,17 @@ def test_guardrails_pass_the_nap_nodepools_and_flag_a_broken_one(declared):
                       for v in views]
     assert cases.rules_found(spot_inference, TARGET) - clean  # no spot-only inference
     assert cases.rules_found(spot_unchecked, TARGET) - clean  # spot only for checkpointed work
+
+
+def test_asking_for_reserved_capacity_is_a_located_error_and_a_nodepool_change_drifts_nodes():
+    from gpustack.clouds.provisioner import DRIFTS_NODES
+    from gpustack.errors import SpecError
+
+    workload = {"name": "svc", "kind": "inference", "gpu": "T4", "capacity": "reserved", "replicas": 2}
+    with pytest.raises(SpecError) as info:
+        build_plan(load_text(nap_spec(workload), "spec.yaml"))
+    assert "workloads[0].capacity" in str(info.value) and "NAP launches on-demand and spot only" in str(info.value)
+    nap = CLOUDS.get("azure").provisioner("nap")
+    for field in ("labels", "taints", "instance_type", "capacity"):
+        change = nap.node_change(field)
+        assert change is not None and change.kind == DRIFTS_NODES and "node-auto-provisioning-disruption" in change.why
