@@ -117,7 +117,6 @@ def compiled_pools(plan: Any, provisioner: str, instance_type_label: str) -> lis
     return list(target["pools"])
 
 
-<<<<<<< HEAD
 def rules_found(found_views: list[Any], target: str) -> set[str]:
     """The guardrail rules the views break, any level."""
     from gpustack.guardrails import evaluate
@@ -172,7 +171,8 @@ def nodepool_cel_problems(node_pool: Mapping[str, Any], restricted: Sequence[str
     if any(set(b) != {"nodes", "reasons"} and set(b) != {"nodes"} for b in node_pool["spec"]["disruption"].get("budgets", [])):
         problems.append("'schedule' must be set with 'duration'")
     return problems, keys
-=======
+
+
 def assert_stops_without_a_kubeconfig(folder: Any, text: str, target: str) -> None:
     """Without the cluster's kubeconfig the program stops with a message (its pools would not exist)."""
     import pytest
@@ -185,11 +185,10 @@ def assert_stops_without_a_kubeconfig(folder: Any, text: str, target: str) -> No
         run_program(str(spec), target)
 
 
-def rules_found(target: str, pool_views: list[Any]) -> tuple[list[Any], set[str]]:
+def guardrail_findings(target: str, pool_views: list[Any]) -> tuple[list[Any], set[str]]:
     """(the mandatory findings, every rule that finds something) of the guardrails on `pool_views`."""
     from gpustack.guardrails import evaluate
     from gpustack.guardrails.config import settings
 
     found = evaluate({target: pool_views}, settings())
     return [v for v in found if v.level == "mandatory"], {v.rule for v in found}
->>>>>>> e50681e (OKE with Oracle's Karpenter provider (settings.provisioner: karpenter on oci): a NodePool and an OCINodeClass per pool (pinned OKE GPU image required, boot volume from the disk and grown, subnet, node compartment, freeform tags, reservation filter for floors), KPO's preemptible shapes and BM never preemptible, zones as KPO labels them, no NodeOverlay (Karpenter v1.6.2: a template-gap warning); rendered and declared (floor reservation in the first AD); guardrails tell KPO NodePools from EKS's by nodeClassRef group; CRDs of KPO v1.0.0 vendored (OCINodeClass, its v1.6.2 NodePool); KPO offering simulation; goldens; docs)

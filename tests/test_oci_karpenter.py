@@ -328,10 +328,10 @@ def test_guardrails_read_each_nodepool_as_an_oke_pool(declared):
 
 def test_guardrails_pass_the_rendered_nodepools_and_flag_spot_only_inference(declared):
     views = _views(declared)
-    assert cases.rules_found(TARGET, views)[0] == []
+    assert cases.guardrail_findings(TARGET, views)[0] == []
     broken = [dataclasses.replace(v, capacities=frozenset({"spot"})) if v.kind == "inference" else
               dataclasses.replace(v, taints=()) if v.kind == "training" else v for v in views]
-    assert cases.rules_found(TARGET, broken)[1] >= {"gpu-pool-taint", "inference-pool-not-spot-only"}
+    assert cases.guardrail_findings(TARGET, broken)[1] >= {"gpu-pool-taint", "inference-pool-not-spot-only"}
 
 
 # -- golden files ---------------------------------------------------------------------------------
