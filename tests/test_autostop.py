@@ -6,13 +6,13 @@ the Role)."""
 from __future__ import annotations
 
 import copy
-import io
 import re
 import subprocess
 import sys
 import urllib.error
 import urllib.parse
 
+import fake_kube
 import pytest
 
 from conftest import EXAMPLE, spec_text
@@ -61,8 +61,10 @@ def test_every_cloud_gets_a_stop_and_a_start_job_for_the_notebook_pool(target):
         assert job["metadata"]["labels"]["gpustack.dev/pool"] == pool.name
         command = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
         replicas = sum(p.replicas for p in pool.placements)  # the example's one notebook workload
-        assert command[2:] == [action, "research", f"gpustack.dev/workload in ({','.join(pool.workloads)})",
-                               str(replicas)]
+        selector = f"gpustack.dev/workload in ({','.join(pool.workloads)})"
+        # A notebook workload without `autostop`: its Deployments, StatefulSets and Kubeflow Notebooks.
+        assert command[2:] == [action, "research", str(replicas), f"deployments={selector}",
+                               f"statefulsets={selector}", f"notebooks={selector}"]
 
 
 def test_cronjob_names_fit_52_characters_and_are_dns_labels():
@@ -114,7 +116,7 @@ def test_start_is_bounded_by_the_plan_maximum_of_the_pools_workloads():
     assert jobs
     for job in jobs:
         command = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"]
-        assert command[-1] == "6"
+        assert command[4] == "6"
 
 
 # -- least privilege: what the Role allows, by name where Kubernetes can ---------------------------
@@ -122,19 +124,11 @@ def test_start_is_bounded_by_the_plan_maximum_of_the_pools_workloads():
 # (verb, API group, resource, name or None for any): everything the job's identity may do.
 ALLOWED = {("list", "apps", "deployments", None), ("list", "apps", "statefulsets", None),
            ("patch", "apps", "deployments/scale", None), ("patch", "apps", "statefulsets/scale", None),
+           ("list", "kubeflow.org", "notebooks", None), ("patch", "kubeflow.org", "notebooks", None),
            ("get", "", "configmaps", autostop.STATE_CONFIGMAP), ("update", "", "configmaps", autostop.STATE_CONFIGMAP)}
 
 
-def granted(role: dict) -> set[tuple[str, str, str, str | None]]:
-    found = set()
-    for rule in role["rules"]:
-        assert set(rule) <= {"apiGroups", "resources", "verbs", "resourceNames"}, "no nonResourceURLs"
-        for field in ("apiGroups", "resources", "verbs", "resourceNames"):
-            assert all("*" not in v for v in rule.get(field, [])), (field, rule)
-        names = rule.get("resourceNames") or [None]
-        found |= {(v, g, r, n) for v in rule["verbs"] for g in rule["apiGroups"] for r in rule["resources"]
-                  for n in names}
-    return found
+granted = fake_kube.granted
 
 
 @pytest.mark.parametrize("objects", [
@@ -199,75 +193,20 @@ def test_a_saved_count_that_is_not_a_plain_number_is_refused(text):
     assert len(problem) < 120
 
 
-class FakeApi:
-    """An API server holding Deployments, StatefulSets and the state ConfigMap of one namespace. It
-    answers only what the rendered Role allows (403 otherwise), checks resourceVersions (409) and
-    applies merge patches to the scale subresource."""
+class FakeApi(fake_kube.FakeApi):
+    """The fake API server (tests/fake_kube.py) enforcing the example's rendered Role."""
 
     def __init__(self, objects: dict[str, list[dict]], conflicts: int = 0, state: dict | None = None,
                  failing: set[str] = frozenset()):
-        self.objects = objects
-        self.state = {"metadata": {"name": autostop.STATE_CONFIGMAP, "resourceVersion": "1"}}
-        if state is not None:
-            self.state["data"] = dict(state)
-        self.calls: list[tuple[str, str]] = []
-        self.conflicts = conflicts
-        self.failing = failing
-        [role] = of_kind(autostop.rbac(EXAMPLE_PLAN, EXAMPLE_PLAN.targets[0], "research"), "Role")
-        self.allowed = granted(role)
-
-    def authorize(self, verb: str, group: str, resource: str, name: str | None) -> None:
-        if (verb, group, resource, None) not in self.allowed and (verb, group, resource, name) not in self.allowed:
-            raise urllib.error.HTTPError("", 403, f"forbidden: {verb} {group}/{resource} {name}", {}, io.BytesIO())
-
-    def __call__(self, method: str, path: str, body=None, content_type: str = "application/json"):
-        self.calls.append((method, path.split("?")[0]))
-        parts = path.split("?")[0].split("/")
-        if parts[1] == "api":  # /api/v1/namespaces/research/configmaps/<name>
-            assert parts[4] == "research"
-            verb = {"GET": "get", "PUT": "update"}[method]
-            self.authorize(verb, "", "configmaps", parts[6])
-            if method == "GET":
-                return copy.deepcopy(self.state)
-            if body["metadata"]["resourceVersion"] != self.state["metadata"]["resourceVersion"]:
-                raise program.Conflict(path)
-            self.state = copy.deepcopy(body)
-            self.state["metadata"]["resourceVersion"] = str(int(body["metadata"]["resourceVersion"]) + 1)
-            return self.state
-        assert parts[5] == "research"
-        plural = parts[6]
-        if method == "GET":
-            self.authorize("list", "apps", plural, None)
-            selector = urllib.parse.unquote(path.split("labelSelector=")[1])
-            wanted = set(re.search(r"in \((.*)\)", selector).group(1).split(","))
-            items = [o for o in self.objects[plural] if o["metadata"]["labels"].get("gpustack.dev/workload") in wanted]
-            return {"items": copy.deepcopy(items)}
-        assert method == "PATCH" and content_type == "application/merge-patch+json"
-        subresource = "/" + parts[8] if len(parts) > 8 else ""
-        self.authorize("patch", "apps", plural + subresource, parts[7])
-        [obj] = [o for o in self.objects[plural] if o["metadata"]["name"] == parts[7]]
-        if parts[7] in self.failing:
-            raise urllib.error.HTTPError(path, 500, "Internal error", {}, io.BytesIO())
-        if self.conflicts or body["metadata"]["resourceVersion"] != obj["metadata"]["resourceVersion"]:
-            self.conflicts = max(0, self.conflicts - 1)
-            obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
-            raise program.Conflict(path)
-        assert set(body) == {"metadata", "spec"} and set(body["spec"]) == {"replicas"}
-        obj["spec"]["replicas"] = body["spec"]["replicas"]
-        obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
-        return {"spec": {"replicas": obj["spec"]["replicas"]}}
-
-    def replicas(self) -> dict[str, int]:
-        return {o["metadata"]["name"]: o["spec"]["replicas"] for objs in self.objects.values() for o in objs}
-
-    def saved(self) -> dict[str, str]:
-        return self.state.get("data") or {}
+        [role] = of_kind(autostop.objects(EXAMPLE_PLAN, EXAMPLE_PLAN.targets[0]), "Role")
+        super().__init__(objects, role, state=state, conflicts=conflicts, failing=failing)
 
 
 def run_script(api: FakeApi, action: str, cap: int = 8) -> int:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(program, "call", api)
-        return program.main([action, "research", "gpustack.dev/workload in (nb,nb2)", str(cap)])
+        return program.main([action, "research", str(cap), "deployments=gpustack.dev/workload in (nb,nb2)",
+                             "statefulsets=gpustack.dev/workload in (nb,nb2)"])
 
 
 def test_stop_then_start_restores_every_replica_count_and_touches_nothing_else():
@@ -355,8 +294,16 @@ def test_script_reports_failure_with_a_nonzero_exit():
     assert run_script(api, "stop") == 1
 
 
-@pytest.mark.parametrize("argv", [["stop", "ns", "sel"], ["pause", "ns", "sel", "4"], ["start", "ns", "sel", "²"],
-                                  ["start", "ns", "sel", "0"], ["start", "ns", "sel", "9" * 400]])
+SELECTION = "deployments=gpustack.dev/workload in (nb)"
+
+
+@pytest.mark.parametrize("argv", [["stop", "ns", "4"], ["pause", "ns", "4", SELECTION], ["start", "ns", "²", SELECTION],
+                                  ["start", "ns", "0", SELECTION], ["start", "ns", "9" * 400, SELECTION],
+                                  ["start", "ns", "4", "pods=gpustack.dev/workload in (nb)"],
+                                  ["start", "ns", "4", "deployments=app in (nb)"],
+                                  ["start", "ns", "4", "deployments=gpustack.dev/workload in (nb),x=y"],
+                                  ["start", "ns", "4", "jobs/Not_A_Name"], ["start", "ns", "4", "jobs/"],
+                                  ["start", "Bad NS", "4", SELECTION]])
 def test_bad_arguments_are_a_usage_error(argv, capsys):
     assert program.main(argv) == 2 and "usage: autostop.py" in capsys.readouterr().err
 

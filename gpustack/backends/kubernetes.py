@@ -35,6 +35,8 @@ _CLASSES: dict[str, Any] = {
     "RoleBinding": k8s.rbac.v1.RoleBinding,
     "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
     "CronJob": k8s.batch.v1.CronJob,
+    "ValidatingAdmissionPolicy": k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
+    "ValidatingAdmissionPolicyBinding": k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
 }
 _ARGUMENTS = {"metadata": "metadata", "data": "data", "rules": "rules", "roleRef": "role_ref",
               "subjects": "subjects", "spec": "spec"}

@@ -1,19 +1,33 @@
-"""gpustack auto-stop: scale labelled Deployments and StatefulSets to zero, or back.
+"""gpustack auto-stop: stop a scheduled pool's workloads outside their window, and start them again.
 
-Run by the auto-stop CronJobs as `python3 autostop.py stop|start NAMESPACE SELECTOR MAX_REPLICAS`
-with the pod's service-account token. Standard library only: the image is the Docker Official Image
-for Python.
+Run by the auto-stop CronJobs as `python3 autostop.py stop|start NAMESPACE MAX_REPLICAS SELECTION...`
+with the pod's service-account token; a SELECTION is `<plural>=<label selector>` (every object of
+that kind labelled with one of the pool's workloads) or `<plural>/<name>` (one object). Standard
+library only: the image is the Docker Official Image for Python.
 
-What it may touch (the Role says the same): it lists the workloads, changes only their `/scale`
-subresource (never a pod template), and keeps the counts it saved in the namespace's ConfigMap
-`gpustack-autostop-state` (key `<plural>.<name>`, value the replica count), the one ConfigMap it may
-read and update. Everything it reads is untrusted: a saved count is a whole number from 1 to
-MAX_REPLICAS (the plan's largest replica count for the pool's workloads) or it is reported and
-dropped; one bad object never stops the others.
+How each kind is stopped (and what the Role allows for it):
+- deployments, statefulsets: replicas to 0 through the `/scale` subresource (never a pod template);
+- jobs: `spec.suspend: true`; Kubernetes deletes the Job's running pods and creates them again on
+  resume (https://kubernetes.io/docs/concepts/workloads/controllers/job/#suspending-a-job);
+- cronjobs: `spec.suspend: true`, which stops new runs only: a run already started keeps going
+  (https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#schedule-suspension), so
+  the CronJob's active Jobs (`status.active`) are suspended too;
+- notebooks (Kubeflow, kubeflow.org/v1): the annotation `kubeflow-resource-stopped`, whose presence
+  makes the notebook controller scale the Notebook's StatefulSet to 0; its absence, back to 1
+  (kubeflow/kubeflow v1.9.2 components/notebook-controller/controllers/notebook_controller.go,
+  generateStatefulSet, and culling_controller.go, STOP_ANNOTATION, an RFC 3339 time as its value).
+
+What was stopped is saved, before stopping, in the namespace's ConfigMap `gpustack-autostop-state`
+(key `<plural>.<name>`): a replica count, `suspended`, or the stop annotation's value. Start undoes
+only what this program did: an object someone started meanwhile keeps its state and loses its entry.
+Everything read is untrusted: a saved value that is not exactly what stop writes (a count is a whole
+number from 1, at most MAX_REPLICAS, the plan's largest replica count for the pool's workloads) is
+reported and dropped; one bad object never stops the others.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -26,15 +40,27 @@ from typing import Any
 
 STATE = "gpustack-autostop-state"
 ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
-PLURALS = ("deployments", "statefulsets")
+STOP_ANNOTATION = "kubeflow-resource-stopped"
+SUSPENDED = "suspended"
+# plural -> API group/version path
+APIS = {"deployments": "apps/v1", "statefulsets": "apps/v1", "jobs": "batch/v1", "cronjobs": "batch/v1",
+        "notebooks": "kubeflow.org/v1"}
+SCALED = ("deployments", "statefulsets")
+SUSPENDABLE = ("jobs", "cronjobs")
 ATTEMPTS = 3  # rounds while objects change under us (409 Conflict)
 # Saved counts: ASCII digits, no sign, no leading zero, at most 9 digits. str.isdigit() takes "²"
 # (which int() then refuses) and int() takes "٣", "+3", " 3" and "3_0": int() sees only what matches.
 COUNT = re.compile(r"[1-9][0-9]{0,8}")
 CAP = re.compile(r"[1-9][0-9]{0,5}")  # MAX_REPLICAS as the CronJob passes it
-USAGE = "usage: autostop.py stop|start NAMESPACE LABEL_SELECTOR MAX_REPLICAS"
+STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")  # what stop writes, in UTC
+_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+NAME = re.compile(rf"{_LABEL}(\.{_LABEL})*")
+SELECTOR = re.compile(rf"gpustack\.dev/workload in \({_LABEL}(,{_LABEL})*\)")
+USAGE = ("usage: autostop.py stop|start NAMESPACE MAX_REPLICAS SELECTION...\n"
+         f"  SELECTION: <plural>=<label selector> or <plural>/<name>; plurals: {', '.join(APIS)}")
 
 Json = dict[str, Any]
+Selection = tuple[str, str | None, str | None]  # plural, label selector, name
 
 
 class Conflict(Exception):
@@ -51,6 +77,16 @@ def replicas_of(obj: Json) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
+def finished(job: Json) -> bool:
+    """A Job with a Complete or Failed condition: nothing runs, and nothing is to suspend."""
+    conditions = job.get("status", {}).get("conditions") or []
+    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions)
+
+
+def annotation(obj: Json) -> Any:
+    return (obj["metadata"].get("annotations") or {}).get(STOP_ANNOTATION)
+
+
 def saved_count(text: Any, cap: int) -> tuple[int | None, str | None]:
     """(count to restore, problem): a saved count parsed strictly and bounded by `cap`."""
     if not isinstance(text, str) or not COUNT.fullmatch(text):
@@ -62,42 +98,51 @@ def saved_count(text: Any, cap: int) -> tuple[int | None, str | None]:
     return count, None
 
 
-def stop_plan(items: list[tuple[str, Json]]) -> tuple[dict[str, str], list[tuple[str, Json]]]:
-    """What stopping needs: the state entries to add, and the (plural, object) pairs to scale to 0.
-
-    An object already at zero keeps what was saved for it (a second stop must not save 0)."""
-    save: dict[str, str] = {}
-    scale: list[tuple[str, Json]] = []
-    for plural, obj in items:
+def stop_value(plural: str, obj: Json, now: str) -> str | None:
+    """What to save before stopping the object, or None when it is not running (nothing to stop: a
+    second stop must not overwrite what the first saved)."""
+    if plural in SCALED:
         replicas = replicas_of(obj)
-        if not replicas:
-            continue
-        save[state_key(plural, obj)] = str(replicas)
-        scale.append((plural, obj))
-    return save, scale
+        return str(replicas) if replicas else None
+    if plural in SUSPENDABLE:
+        running = obj.get("spec", {}).get("suspend") is not True and not (plural == "jobs" and finished(obj))
+        return SUSPENDED if running else None
+    return now if annotation(obj) is None else None
 
 
-def start_plan(items: list[tuple[str, Json]], state: dict[str, str], cap: int
-               ) -> tuple[list[tuple[str, Json, int]], list[str], list[str]]:
-    """What starting needs: (plural, object, count) to scale up, the state keys to drop, problems.
+def change(plural: str, obj: Json, stopped: bool, value: str | int) -> tuple[str, Json]:
+    """The merge patch (path suffix, body) that stops or starts the object, valid only if the object is
+    still as read (its resourceVersion)."""
+    version = {"resourceVersion": obj["metadata"]["resourceVersion"]}
+    if plural in SCALED:
+        return "/scale", {"metadata": version, "spec": {"replicas": 0 if stopped else value}}
+    if plural in SUSPENDABLE:
+        return "", {"metadata": version, "spec": {"suspend": stopped}}
+    return "", {"metadata": {**version, "annotations": {STOP_ANNOTATION: value if stopped else None}}}
 
-    An object scaled up by someone while stopped keeps that count; its entry is dropped."""
-    scale: list[tuple[str, Json, int]] = []
-    drop: list[str] = []
-    problems: list[str] = []
-    for plural, obj in items:
-        key = state_key(plural, obj)
-        if key not in state:
-            continue
-        drop.append(key)
-        if replicas_of(obj) != 0:
-            continue
-        count, problem = saved_count(state[key], cap)
-        if problem:
-            problems.append(f"{key}: {problem}")
-        if count is not None:
-            scale.append((plural, obj, count))
-    return scale, drop, problems
+
+def start_value(plural: str, obj: Json, saved: Any, cap: int) -> tuple[int | str | None, str | None]:
+    """(what to restore, problem) for an object with a saved entry; (None, None): leave it as it is
+    (someone started it meanwhile), and drop the entry."""
+    if plural in SCALED:
+        return saved_count(saved, cap) if replicas_of(obj) == 0 else (None, None)
+    if plural in SUSPENDABLE:
+        if saved != SUSPENDED:
+            return None, f"saved value {repr(saved)[:40]} is not {SUSPENDED!r}: not resumed"
+        return (SUSPENDED, None) if obj.get("spec", {}).get("suspend") is True else (None, None)
+    if not isinstance(saved, str) or not STAMP.fullmatch(saved):
+        return None, f"saved value {repr(saved)[:40]} is not a stop time (YYYY-MM-DDTHH:MM:SSZ): not started"
+    return (saved, None) if annotation(obj) == saved else (None, None)  # another stop is not ours to undo
+
+
+def parse_selection(text: str) -> Selection | None:
+    plural, sep, selector = text.partition("=")
+    if sep:
+        return (plural, selector, None) if plural in APIS and SELECTOR.fullmatch(selector) else None
+    plural, sep, name = text.partition("/")
+    if sep and plural in APIS and len(name) <= 253 and NAME.fullmatch(name):
+        return plural, None, name
+    return None
 
 
 def call(method: str, path: str, body: Json | None = None, content_type: str = "application/json") -> Json:
@@ -125,17 +170,18 @@ class Namespace:
     def __init__(self, namespace: str) -> None:
         self.namespace = namespace
 
+    def path(self, plural: str, name: str = "") -> str:
+        return f"/apis/{APIS[plural]}/namespaces/{self.namespace}/{plural}" + (f"/{name}" if name else "")
+
     def list(self, plural: str, selector: str) -> list[Json]:
-        path = f"/apis/apps/v1/namespaces/{self.namespace}/{plural}?labelSelector={urllib.parse.quote(selector)}"
-        items: list[Json] = call("GET", path)["items"]
+        items: list[Json] = call("GET", f"{self.path(plural)}?labelSelector={urllib.parse.quote(selector)}")["items"]
         return items
 
-    def scale(self, plural: str, obj: Json, replicas: int) -> None:
-        """Set the replicas through the scale subresource, only if the object is as we read it."""
-        meta = obj["metadata"]
-        path = f"/apis/apps/v1/namespaces/{self.namespace}/{plural}/{meta['name']}/scale"
-        call("PATCH", path, {"metadata": {"resourceVersion": meta["resourceVersion"]}, "spec": {"replicas": replicas}},
-             "application/merge-patch+json")
+    def get(self, plural: str, name: str) -> Json:
+        return call("GET", self.path(plural, name))
+
+    def patch(self, plural: str, obj: Json, suffix: str, body: Json) -> None:
+        call("PATCH", self.path(plural, obj["metadata"]["name"]) + suffix, body, "application/merge-patch+json")
 
     def state_path(self) -> str:
         return f"/api/v1/namespaces/{self.namespace}/configmaps/{STATE}"
@@ -166,66 +212,118 @@ def change_state(api: Namespace, add: dict[str, str], drop: list[str]) -> None:
                 raise
 
 
-def listed(api: Namespace, selector: str) -> list[tuple[str, Json]]:
-    return [(plural, obj) for plural in PLURALS for obj in api.list(plural, selector)]
+def gather(api: Namespace, selections: list[Selection]) -> tuple[dict[str, tuple[str, Json]], list[str]]:
+    """Every selected object by state key (a CronJob's active Jobs with it), and the problems met."""
+    found: dict[str, tuple[str, Json]] = {}
+    problems: list[str] = []
+    for plural, selector, name in selections:
+        objects = read(api, problems, plural, selector, name)
+        for obj in objects:
+            found[state_key(plural, obj)] = (plural, obj)
+            if plural != "cronjobs":
+                continue
+            # A run already started is not stopped by the CronJob's suspend: its Jobs are stopped too.
+            for ref in obj.get("status", {}).get("active") or []:
+                for job in read(api, problems, "jobs", None, ref.get("name") if isinstance(ref, dict) else None):
+                    found[state_key("jobs", job)] = ("jobs", job)
+    return found, problems
 
 
-def stop(api: Namespace, selector: str) -> int:
-    """Save every running object's count, then scale it to zero; the number of objects left running."""
+def read(api: Namespace, problems: list[str], plural: str, selector: str | None, name: str | None) -> list[Json]:
+    """The objects a selection names; a failure is one more problem, and no objects."""
+    what = f"{plural}/{name}" if selector is None else f"{plural} ({selector})"
+    try:
+        if selector is not None:
+            return api.list(plural, selector)
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            problems.append(f"{what}: not an object name")
+            return []
+        return [api.get(plural, name)]
+    except urllib.error.HTTPError as error:
+        if error.code == 404 and selector is not None:
+            print(f"no {plural} in this cluster's API: skipped")  # e.g. Kubeflow is not installed
+            return []
+        problems.append(f"{what}: {error.code} {error.reason}")
+    except (urllib.error.URLError, OSError, KeyError, TypeError) as error:
+        problems.append(f"{what}: {error!r}")
+    return []
+
+
+def report(problems: list[str], action: str) -> int:
+    for problem in problems:
+        print(f"{action} {problem}", file=sys.stderr)
+    return len(problems)
+
+
+def stop(api: Namespace, selections: list[Selection], now: str) -> int:
+    """Save what every running object needs to start again, then stop it; the number of problems."""
+    failed = 0
     for _ in range(ATTEMPTS):
-        save, scale = stop_plan(listed(api, selector))
-        change_state(api, save, [])  # saved before scaling: a job killed halfway loses no count
-        conflicts = failed = 0
-        for plural, obj in scale:
+        found, problems = gather(api, selections)
+        save = {key: value for key, (plural, obj) in found.items()
+                if (value := stop_value(plural, obj, now)) is not None}
+        change_state(api, save, [])  # saved before stopping: a job killed halfway loses nothing
+        conflicts, failed = 0, report(problems, "stop")
+        for key, value in save.items():
+            plural, obj = found[key]
             try:
-                api.scale(plural, obj, 0)
-                print(f"stop {plural}/{obj['metadata']['name']}: {replicas_of(obj)} -> 0")
+                api.patch(plural, obj, *change(plural, obj, True, value))
+                print(f"stop {plural}/{obj['metadata']['name']}" + (f": {value} -> 0" if plural in SCALED else ""))
             except Conflict:
                 conflicts += 1
             except (urllib.error.URLError, OSError) as error:
-                print(f"stop {plural}/{obj['metadata']['name']} failed: {error}", file=sys.stderr)
-                failed += 1
+                failed += report([f"{plural}/{obj['metadata']['name']} failed: {error}"], "stop")
         if not conflicts:
             return failed
     return failed + conflicts
 
 
-def start(api: Namespace, selector: str, cap: int) -> int:
-    """Give every stopped object its saved count back; the number of objects with a problem."""
-    reported = 0
+def start(api: Namespace, selections: list[Selection], cap: int) -> int:
+    """Undo what stop did to every selected object; the number of problems."""
+    reported = failed = 0
     for _ in range(ATTEMPTS):
         state = dict(api.read_state().get("data") or {})
-        scale, drop, problems = start_plan(listed(api, selector), state, cap)
-        for problem in problems:
-            print(f"start {problem}", file=sys.stderr)
-        reported += len(problems)
-        conflicts = failed = 0
-        for plural, obj, count in scale:
-            key = state_key(plural, obj)
+        found, problems = gather(api, selections)
+        failed = report(problems, "start")
+        conflicts, drop = 0, []
+        for key, (plural, obj) in found.items():
+            if key not in state:
+                continue
+            value, problem = start_value(plural, obj, state[key], cap)
+            if problem:
+                reported += report([f"{key}: {problem}"], "start")
+            if value is None:
+                drop.append(key)
+                continue
             try:
-                api.scale(plural, obj, count)
-                print(f"start {plural}/{obj['metadata']['name']}: 0 -> {count}")
+                api.patch(plural, obj, *change(plural, obj, False, value))
+                print(f"start {plural}/{obj['metadata']['name']}" + (f": 0 -> {value}" if plural in SCALED else ""))
+                drop.append(key)
             except Conflict:
-                conflicts += 1
-                drop.remove(key)  # read it again next round
+                conflicts += 1  # read it again next round
             except (urllib.error.URLError, OSError) as error:
-                print(f"start {plural}/{obj['metadata']['name']} failed: {error}", file=sys.stderr)
-                failed += 1
-                drop.remove(key)  # keep the count for the next run
-        change_state(api, {}, drop)  # dropped after scaling: a job killed halfway restores on its next run
+                failed += report([f"{plural}/{obj['metadata']['name']} failed: {error}"], "start")  # kept
+        change_state(api, {}, drop)  # dropped after starting: a job killed halfway starts on its next run
         if not conflicts:
             return failed + reported
     return failed + reported + conflicts
 
 
+def now_utc() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 4 or argv[0] not in ("stop", "start") or not CAP.fullmatch(argv[3]):
+    selections = [parse_selection(arg) for arg in argv[3:]]
+    if (len(argv) < 4 or argv[0] not in ("stop", "start") or not CAP.fullmatch(argv[2])
+            or not NAME.fullmatch(argv[1]) or None in selections):
         print(USAGE, file=sys.stderr)
         return 2
-    action, namespace, selector, cap = argv
+    action, namespace, cap = argv[:3]
+    chosen = [s for s in selections if s is not None]
     api = Namespace(namespace)
     try:
-        failed = stop(api, selector) if action == "stop" else start(api, selector, int(cap))
+        failed = stop(api, chosen, now_utc()) if action == "stop" else start(api, chosen, int(cap))
     except (urllib.error.URLError, OSError, Conflict, KeyError, ValueError) as error:
         print(f"{action} in {namespace} failed: {error!r}", file=sys.stderr)
         return 1

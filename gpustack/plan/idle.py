@@ -38,12 +38,14 @@ def policies(spec: Spec, target: Target) -> tuple[IdlePolicy, ...]:
 def scaled_by_keda(spec: Spec, target: Target, pools: tuple[Pool, ...], idle: tuple[IdlePolicy, ...]
                    ) -> tuple[str, ...]:
     """The workloads KEDA scales on a `settings.autostop: keda` target: Deployments and StatefulSets with a
-    window that closes, or an idle action."""
+    window that closes, or an idle action, unless the workload's own `autostop` chooses its objects."""
     if target.setting("autostop", "cronjob") != "keda":
         return ()
     windowed = {w for p in pools if p.schedule is not None and p.schedule.start_crons for w in p.workloads}
     acting = {p.workload for p in idle if p.action == "scale-to-zero"}
-    return tuple(sorted(w for w in windowed | acting if spec.workload(w).kind in IDLE_KINDS))
+    # A workload whose `autostop` names its kind of object stays with the built-in job, which stops any kind.
+    return tuple(sorted(w for w in windowed | acting
+                        if spec.workload(w).kind in IDLE_KINDS and spec.workload(w).autostop is None))
 
 
 def notes(target: Target, keda: tuple[str, ...], idle: tuple[IdlePolicy, ...]) -> list[str]:

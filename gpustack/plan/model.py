@@ -151,6 +151,15 @@ class FloorUpgrade:
 
 
 @dataclasses.dataclass(frozen=True)
+class AutoStopChoice:
+    """What the dev auto-stop stops for a scheduled workload: the spec's `autostop`, or detected."""
+
+    kinds: tuple[str, ...]  # deployment | statefulset | job | cronjob | notebook | jupyterhub
+    name: str | None = None  # that one object; None: every object of these kinds labelled with the workload
+    detected: bool = False  # the spec says nothing: the kinds a workload of its kind runs as
+
+
+@dataclasses.dataclass(frozen=True)
 class PodRequest:
     """What every pod of one workload must carry to land on its pools, and only there."""
 
@@ -165,6 +174,7 @@ class PodRequest:
     kind: str = ""  # the spec's workload kind (training | fine-tuning | inference | notebook)
     labels: Pairs = ()  # attribution labels of its pods: the spec's labels under the workload's own
     checkpointing: bool = False  # the workload resumes from checkpoints (may run on spot)
+    autostop: AutoStopChoice | None = None  # scheduled workloads: what is stopped outside the window
 
 
 @dataclasses.dataclass(frozen=True)
@@ -513,7 +523,9 @@ def _pod_request(r: PodRequest) -> dict[str, Any]:
     return {"workload": r.workload, "resources": dict(r.resources), "node_selector": dict(r.node_selector),
             "tolerations": [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in r.tolerations],
             "pools": list(r.pools), "namespace": r.namespace, "kind": r.kind, "labels": dict(r.labels),
-            "checkpointing": r.checkpointing}
+            "checkpointing": r.checkpointing,
+            **({"autostop": {"kinds": list(r.autostop.kinds), "name": r.autostop.name,
+                             "detected": r.autostop.detected}} if r.autostop else {})}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:

@@ -23,10 +23,11 @@ from gpustack.plan import fallback, idle, offers, pool_types
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
-from gpustack.plan.model import Plan, PodRequest, Pool, TargetPlan, Warning
+from gpustack.plan.model import AutoStopChoice, Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
 from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
 from gpustack.plan.prices import PriceBook
+from gpustack.spec.autostop import DETECTED
 from gpustack.spec.load import pinned_key
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target, Workload
 from gpustack.spec.units import timezone_advice
@@ -165,7 +166,8 @@ class _TargetPlanner:
         workload = self.spec.workload(request.workload)
         labels = {**dict(self.spec.labels), **dict(workload.labels)}
         return dataclasses.replace(request, namespace=workload.namespace, kind=workload.kind,
-                                   labels=tuple(sorted(labels.items())), checkpointing=workload.checkpointing)
+                                   labels=tuple(sorted(labels.items())), checkpointing=workload.checkpointing,
+                                   autostop=autostop_choice(workload))
 
     # -- per workload -------------------------------------------------------------------------
     def demands_of(self, workload: Workload) -> list[tuple[PoolKey, Demand]]:
@@ -444,3 +446,13 @@ class _TargetPlanner:
             self.problem(None, "", f"this target plans a reserved pool; set settings.{setting}: {why}",
                          path=("targets", self.target.index, "settings"))
 
+
+
+def autostop_choice(workload: Workload) -> AutoStopChoice | None:
+    """What auto-stop stops for a scheduled workload: the spec's choice, else every labelled object of
+    the kinds a workload of its kind runs as."""
+    if workload.schedule is None:
+        return None
+    if workload.autostop is not None:
+        return AutoStopChoice((workload.autostop.kind,), workload.autostop.name)
+    return AutoStopChoice(DETECTED[workload.kind], None, True)

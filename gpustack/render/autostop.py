@@ -1,23 +1,25 @@
-"""Dev auto-stop on every cloud: CronJobs that scale a scheduled pool's workloads to zero and back.
+"""Dev auto-stop on every cloud: CronJobs that stop a scheduled pool's workloads and start them again.
 
 Per scheduled pool and per namespace its workloads live in, a pair of batch/v1 CronJobs in that
 namespace, in the window's own time zone (`spec.timeZone`, so daylight saving is the controller's
-business):
-
-- stop (the window closes): every Deployment and StatefulSet labelled
-  `gpustack.dev/workload in (<the pool's workloads>)` with replicas > 0 has its count saved in the
-  namespace's ConfigMap `gpustack-autostop-state`, then is scaled to 0 through its `/scale`;
-- start (the window opens): each object with a saved count gets it back (unless someone scaled it
-  up meanwhile), bounded by the plan's largest replica count for the pool's workloads, and the
-  entry goes.
+business). What they stop is each workload's plan choice (`pod_requests[].autostop`: the spec's
+`autostop`, or detected from the kind of workload): Deployments and StatefulSets scaled to 0 through
+their `/scale`, Jobs and CronJobs (with a CronJob's running Jobs) suspended, Kubeflow Notebooks
+given the notebook controller's stop annotation; JupyterHub's servers are left to the hub's own
+idle culler. Each object's state is saved first in the namespace's ConfigMap
+`gpustack-autostop-state` and restored at the start (gpustack/incluster/autostop.py says how).
 
 The pool's autoscaler minimum is 0, so the emptied nodes go away. Least privilege, per namespace:
-a ServiceAccount whose Role allows list on deployments and statefulsets, patch on their `scale`
-subresource only (it cannot change a pod template, so it cannot run anything as anyone), and get
-and update on the one state ConfigMap, named in `resourceNames` (Kubernetes cannot restrict
-`create` by name, so the ConfigMap is rendered here, without data, and the job only fills it; an
-apply that does not set `data` leaves the job's entries alone). A NetworkPolicy lets the job's
-pods reach nothing but the API server's ports and accept no connection.
+a ServiceAccount whose Role allows, per kind its jobs stop, list (or get, by name, where the spec
+names the object) and the one change that stops it: patch on `deployments/scale` and
+`statefulsets/scale` only (it cannot change a pod template, so it cannot run anything as anyone);
+patch on jobs, cronjobs or notebooks, which Kubernetes cannot narrow to a field (suspend is a field
+of the object, the stop annotation is metadata), so it is narrowed by name where the spec names the
+object, and a ValidatingAdmissionPolicy (admission.py) refuses any other change by this account; get
+and update on the one state ConfigMap, named in `resourceNames` (Kubernetes cannot restrict `create`
+by name, so the ConfigMap is rendered here, without data, and the job only fills it; an apply that
+does not set `data` leaves the job's entries alone). A NetworkPolicy lets the job's pods reach
+nothing but the API server's ports and accept no connection.
 
 The job runs the standard-library program `gpustack/incluster/autostop.py` against the API server
 with the pod's service-account token; one ConfigMap per namespace carries it and every CronJob there
@@ -33,6 +35,7 @@ from typing import Any
 from gpustack.incluster import autostop as program
 from gpustack.incluster import source
 from gpustack.plan.model import Plan, Pool, TargetPlan
+from gpustack.render import admission
 from gpustack.render.common import WORKLOAD_LABEL, fitted_name, metadata, object_labels
 
 # Docker Official Image "python" (https://hub.docker.com/_/python), pinned by the digest of its
@@ -50,11 +53,11 @@ PROGRAM_DIR = "/opt/gpustack"
 # The controller appends 11 characters to Job names, which are at most 63
 # (https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#writing-a-cronjob-spec).
 CRONJOB_NAME_MAX = 52
-RULES = [
-    {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": ["list"]},
-    {"apiGroups": ["apps"], "resources": ["deployments/scale", "statefulsets/scale"], "verbs": ["patch"]},
-    {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": [STATE_CONFIGMAP], "verbs": ["get", "update"]},
-]
+# The object kinds of the spec's `autostop` as the API spells them (jupyterhub: the hub's own culler).
+PLURALS = {"deployment": "deployments", "statefulset": "statefulsets", "job": "jobs", "cronjob": "cronjobs",
+           "notebook": "notebooks"}
+GROUPS = {"deployments": "apps", "statefulsets": "apps", "jobs": "batch", "cronjobs": "batch",
+          "notebooks": "kubeflow.org"}
 # The ports the API server of a managed control plane serves on, as its endpoints (what a NetworkPolicy
 # sees after the `kubernetes` Service's address is translated): 443 on EKS, AKS and GKE, 6443 on OKE
 # (https://docs.oracle.com/en-us/iaas/Content/ContEng/Concepts/contengnetworkconfig.htm). The
@@ -84,8 +87,73 @@ def max_replicas(target: TargetPlan, pool: Pool) -> int:
     return max((counts.get(name, 0) for name in pool.workloads), default=0) or 1
 
 
-def selector(pool: Pool) -> str:
-    return f"{WORKLOAD_LABEL} in ({','.join(sorted(pool.workloads))})"
+# (plural, object name or None for the labelled ones, the program's argument)
+Selection = tuple[str, str | None, str]
+
+
+def selections(target: TargetPlan, pool: Pool, namespace: str) -> list[Selection]:
+    """What the pool's jobs in `namespace` stop, as the program's SELECTION arguments: per kind, the
+    objects labelled with the workloads that leave it to detection or name no object, then the
+    objects named in the spec."""
+    labelled: dict[str, set[str]] = {}
+    named: set[tuple[str, str]] = set()
+    for request in target.pod_requests:
+        choice = request.autostop
+        if (choice is None or request.workload not in pool.workloads or request.namespace != namespace
+                or request.workload in target.scaled_by_keda):
+            continue
+        for kind in choice.kinds:
+            if kind not in PLURALS:
+                continue
+            if choice.name:
+                named.add((PLURALS[kind], choice.name))
+            else:
+                labelled.setdefault(PLURALS[kind], set()).add(request.workload)
+    return ([(plural, None, f"{plural}={WORKLOAD_LABEL} in ({','.join(sorted(labelled[plural]))})")
+             for plural in PLURALS.values() if plural in labelled]
+            + [(plural, name, f"{plural}/{name}") for plural, name in sorted(named)])
+
+
+def rules(chosen: list[Selection]) -> list[dict[str, Any]]:
+    """The Role's rules for these selections, and nothing more: per kind, list (or get by name) and the
+    one change that stops it (patch on `scale` for Deployments and StatefulSets; patch on the object
+    for Jobs, CronJobs and Notebooks, narrowed to the named object where the spec names one; a
+    CronJob's running Jobs have generated names, so get and patch on jobs cannot be), plus get and
+    update on the state ConfigMap by name."""
+    grants: dict[tuple[str, str, str], set[str] | None] = {}  # (group, resource, verb) -> names, None: any
+
+    def allow(group: str, resource: str, verbs: tuple[str, ...], name: str | None) -> None:
+        for verb in verbs:
+            names = grants.get((group, resource, verb), set())
+            grants[(group, resource, verb)] = None if names is None or name is None else names | {name}
+
+    for plural, named, _ in chosen:
+        group = GROUPS[plural]
+        allow(group, plural, ("get",) if named else ("list",), named)
+        allow(group, f"{plural}/scale" if plural in program.SCALED else plural, ("patch",), named)
+        if plural == "cronjobs":
+            allow("batch", "jobs", ("get", "patch"), None)
+    allow("", "configmaps", ("get", "update"), STATE_CONFIGMAP)
+    return folded(grants)
+
+
+def folded(grants: dict[tuple[str, str, str], set[str] | None]) -> list[dict[str, Any]]:
+    """(group, resource, verb) -> names as few Role rules: the resources of a group that share their
+    verbs and names in one rule, the core group last."""
+    verbs_of: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
+    for (group, resource, verb), names in sorted(grants.items(), key=lambda item: item[0]):
+        verbs_of.setdefault((group, resource, tuple(sorted(names or ()))), []).append(verb)
+    resources_of: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
+    for (group, resource, named), granted in verbs_of.items():
+        resources_of.setdefault((group, named, tuple(granted)), []).append(resource)
+    out = []
+    for (group, named, verbs), resources in sorted(resources_of.items(), key=lambda item: (item[0][0] == "", item[0])):
+        rule: dict[str, Any] = {"apiGroups": [group], "resources": sorted(resources)}
+        if named:
+            rule["resourceNames"] = list(named)
+        rule["verbs"] = list(verbs)
+        out.append(rule)
+    return out
 
 
 def cronjob_name(action: str, pool: Pool) -> str:
@@ -124,8 +192,8 @@ def cronjob(plan: Plan, target: TargetPlan, pool: Pool, namespace: str, action: 
     assert pool.schedule is not None
     labels = dict(object_labels(plan, target, pool), **{ACTION_LABEL: action})
     labels = dict(sorted(labels.items()))
-    pod = pod_spec(["python3", f"{PROGRAM_DIR}/{PROGRAM_FILE}", action, namespace, selector(pool),
-                    str(max_replicas(target, pool))], PROGRAM_CONFIGMAP)
+    pod = pod_spec(["python3", f"{PROGRAM_DIR}/{PROGRAM_FILE}", action, namespace, str(max_replicas(target, pool)),
+                    *(argument for _, _, argument in selections(target, pool, namespace))], PROGRAM_CONFIGMAP)
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
@@ -160,8 +228,9 @@ def network_policy(labels: dict[str, str], namespace: str) -> dict[str, Any]:
     }
 
 
-def rbac(plan: Plan, target: TargetPlan, namespace: str) -> list[dict[str, Any]]:
-    """The program's ConfigMap, the state it keeps, and the identity that may run it, in one namespace."""
+def rbac(plan: Plan, target: TargetPlan, namespace: str, chosen: list[Selection]) -> list[dict[str, Any]]:
+    """The program's ConfigMap, the state it keeps, and the identity that may run it, in one namespace,
+    allowed what the `chosen` selections of its jobs need."""
     labels = object_labels(plan, target)
     return [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(PROGRAM_CONFIGMAP, labels, namespace),
@@ -171,7 +240,7 @@ def rbac(plan: Plan, target: TargetPlan, namespace: str) -> list[dict[str, Any]]
         network_policy(labels, namespace),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(ACCOUNT, labels, namespace)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-         "metadata": metadata(ACCOUNT, labels, namespace), "rules": [dict(rule) for rule in RULES]},
+         "metadata": metadata(ACCOUNT, labels, namespace), "rules": rules(chosen)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
          "metadata": metadata(ACCOUNT, labels, namespace),
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
@@ -181,14 +250,19 @@ def rbac(plan: Plan, target: TargetPlan, namespace: str) -> list[dict[str, Any]]
 
 def objects(plan: Plan, target: TargetPlan) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
-    namespaces: set[str] = set()
+    chosen: dict[str, list[Selection]] = {}
     for pool, starts, stops in scheduled(target):
         for namespace in pool.namespaces:
-            namespaces.add(namespace)
+            if not selections(target, pool, namespace):
+                continue  # only the hub's culler stops these (jupyterhub)
+            chosen.setdefault(namespace, []).extend(selections(target, pool, namespace))
             for action, crons in (("stop", stops), ("start", starts)):
                 for index, cron in enumerate(crons, 1):
                     found.append(cronjob(plan, target, pool, namespace, action, cron,
                                          _numbered(action, index, len(crons))))
-    for namespace in sorted(namespaces):
-        found.extend(rbac(plan, target, namespace))
+    for namespace in sorted(chosen):
+        found.extend(rbac(plan, target, namespace, chosen[namespace]))
+    plurals = {plural for picked in chosen.values() for plural, _, _ in picked}
+    patched = (plurals | ({"jobs"} if "cronjobs" in plurals else set())) - set(program.SCALED)
+    found.extend(admission.objects(object_labels(plan, target), patched))
     return found

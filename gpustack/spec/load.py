@@ -18,6 +18,7 @@ from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
 from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
 from gpustack.spec.idle import check_prometheus, read_idle
+from gpustack.spec.autostop import read_autostop
 from gpustack.spec.model import (
     CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
     TYPE_CHANGE_SAVING, Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec,
@@ -53,7 +54,7 @@ TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
-                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle")
+                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 # Namespaces a workload may not live in: the cluster's own (Kubernetes reserves the `kube-` prefix,
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces)
@@ -416,6 +417,8 @@ class _SpecReader(Reader):
                                                    f"not {kind}")
         disk = self.parsed(field["disk"], value["disk"], units.parse_disk_gib) if "disk" in value else None
         idle = read_idle(self, field["idle"], value["idle"], kind, replicas) if "idle" in value else None
+        autostop = read_autostop(self, field["autostop"], value["autostop"], kind, "schedule" in value) \
+            if "autostop" in value else None
         if len(self.problems) > before:
             return BAD
         return Workload(
@@ -425,7 +428,7 @@ class _SpecReader(Reader):
             labels=labels, capacity=cast(Capacity | None, capacity), sharing=cast(SharingMode | None, sharing),
             namespace=namespace, index=index, instance_types=pins,
             burst_share=burst_share,
-            disk_gib=disk, idle=idle,
+            disk_gib=disk, idle=idle, autostop=autostop,
         )
 
     def instance_pins(self, path: Path, value: Any) -> Any:

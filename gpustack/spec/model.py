@@ -93,6 +93,14 @@ class Idle:
 
 
 @dataclasses.dataclass(frozen=True)
+class AutoStop:
+    """`autostop`: the kind of object the dev auto-stop stops for the workload (gpustack/spec/autostop.py)."""
+
+    kind: str  # deployment | statefulset | job | cronjob | notebook | jupyterhub
+    name: str | None = None  # that one object; None: every object of the kind labelled with the workload
+
+
+@dataclasses.dataclass(frozen=True)
 class Replicas:
     min: int
     max: int
@@ -127,6 +135,7 @@ class Workload:
     burst_share: float | None = None
     disk_gib: int | None = None  # root / boot volume per node, as asked (None: the default for the GPU)
     idle: Idle | None = None  # None: the per-pool idle alert only
+    autostop: AutoStop | None = None  # what auto-stop stops (None: detected by the workload label)
 
     def pinned_instance(self, cloud: str) -> str | None:
         return dict(self.instance_types).get(cloud)
