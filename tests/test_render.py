@@ -177,7 +177,7 @@ def test_default_out_dir_is_rendered_slash_target(tmp_path, monkeypatch, capsys)
     monkeypatch.chdir(tmp_path)
     assert main(["render", str(EXAMPLE), "--target", "aws-prod"]) == 0
     assert (tmp_path / "rendered" / "aws-prod" / MARKER).is_file()
-    assert "rendered/aws-prod: 14 objects" in capsys.readouterr().out
+    assert "rendered/aws-prod: 16 objects" in capsys.readouterr().out
 
 
 def test_rerender_replaces_the_whole_directory(tmp_path):
