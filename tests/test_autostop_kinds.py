@@ -9,9 +9,10 @@ import copy
 import json
 
 import pytest
+import yaml
 from fake_kube import FakeApi, granted, obj
 
-from conftest import spec_text
+from conftest import TARGETS, spec_text
 from gpustack.errors import SpecError
 from gpustack.incluster import autostop as program
 from gpustack.plan import build_plan
@@ -316,3 +317,18 @@ def test_the_program_never_does_more_than_the_role_allows():
 @pytest.mark.parametrize("text", ["cronjobs/nightly", "deployments=gpustack.dev/workload in (a,b)", "notebooks/a.b"])
 def test_selections_parse(text):
     assert program.parse_selection(text) is not None
+
+
+def test_on_a_keda_target_a_workload_that_chooses_its_objects_stays_with_the_job():
+    """KEDA scales the Deployment or StatefulSet its workload kind runs as; a Kubeflow Notebook (or any
+    object the spec's `autostop` names) is the built-in job's, which stops every kind."""
+    aws = {**TARGETS["aws"], "settings": {**TARGETS["aws"]["settings"], "autostop": "keda",
+                                          "prometheus_url": "http://prometheus.monitoring.svc:9090"}}
+    doc = {"version": 1, "name": "t", "targets": [aws],
+           "workloads": [notebook("nb"), notebook("kf", autostop={"kind": "notebook"})]}
+    plan = build_plan(load_text(yaml.safe_dump(doc, sort_keys=False), "spec.yaml"))
+    target = plan.targets[0]
+    assert target.scaled_by_keda == ("nb",)
+    jobs = [o for o in autostop.objects(plan, target) if o["kind"] == "CronJob"]
+    assert jobs and all(j["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"][5:]
+                        == ["notebooks=gpustack.dev/workload in (kf)"] for j in jobs)
