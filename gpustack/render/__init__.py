@@ -27,7 +27,7 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import alerts, autoscaling, autostop, hami, idle, keda, nvidia, operator
+from gpustack.render import alerts, autoscaling, autostop, hami, idle, jupyterhub, keda, nvidia, operator
 from gpustack.render.common import metadata, object_labels
 from gpustack.render.operator import HelmRelease
 
@@ -59,6 +59,7 @@ class InCluster:
     operator: HelmRelease | None  # None: the cloud runs its own device plugin (no operator)
     hami: HelmRelease | None = None  # HAMi, for the pools with enforced fractions
     node_objects: tuple[dict[str, Any], ...] = ()  # the objects that provision the pools (Karpenter)
+    hubs: tuple[jupyterhub.HubValues, ...] = ()  # JupyterHub idle-culler values (render only: the team owns the hub)
 
 
 def object_key(obj: dict[str, Any]) -> tuple[int, str, str]:
@@ -93,7 +94,7 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
                     for obj in provisioner.objects(pool, object_labels(plan, target, pool))]
     node_objects.extend(provisioner.class_objects(target.pools, object_labels(plan, target)))
     return InCluster(target.name, tuple(sorted(objects, key=object_key)), release, hami.release(target),
-                     tuple(sorted(node_objects, key=object_key)))
+                     tuple(sorted(node_objects, key=object_key)), jupyterhub.hub_values(target))
 
 
 __all__ = ["GPUSTACK_NAMESPACE", "KUBERNETES_VERSION", "InCluster", "in_cluster", "kind_order", "object_key"]

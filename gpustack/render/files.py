@@ -9,6 +9,7 @@ Layout of an output directory:
     ...
     helm/gpu-operator-values.yaml                the GPU Operator's values, with its install command
     helm/hami-values.yaml                        HAMi's values (pools with enforced fractions only)
+    helm/<ns>-<workload>-jupyterhub-values.yaml  JupyterHub's idle culler (autostop: {kind: jupyterhub})
     .gpustack-render                             marks the directory as gpustack's to replace
 
 File names depend only on the object's kind, namespace and name, so adding a pool adds files and
@@ -30,7 +31,7 @@ from typing import Any
 import yaml
 
 from gpustack.errors import UsageError
-from gpustack.render import InCluster, kind_order
+from gpustack.render import InCluster, jupyterhub, kind_order
 from gpustack.render.autoscaling import PRIORITY_CONFIGMAP
 from gpustack.render.operator import install_command
 from gpustack.render.priority_merge import OWNED_KEY
@@ -127,6 +128,8 @@ def render_files(rendered: InCluster) -> dict[str, str]:
             + "# Operator, from the output directory:\n"
             + f"#   {install_command(release, HAMI_VALUES_FILE)}\n"
             + dump_yaml(release.values))
+    for hub in rendered.hubs:
+        files[hub.file] = top + jupyterhub.header(hub) + dump_yaml(hub.values)
     files[MARKER] = (f"gpustack render output for target {rendered.target}; "
                      "the whole directory is replaced on each run.\n")
     return files
