@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conftest import TARGETS
+from gpustack.errors import SpecError
 from gpustack.plan import build_plan
 from gpustack.render import autostop, in_cluster, jupyterhub
 from gpustack.render.files import render_files
@@ -79,3 +80,27 @@ def test_the_vendored_chart_files_name_their_source():
     for name in ("values.schema.yaml", "values.yaml"):
         head = (CHART / name).read_text(encoding="utf-8")[:600]
         assert "zero-to-jupyterhub-k8s/blob/4.4.0/jupyterhub/" + name in head and "5c5f5df7" in head
+
+
+def test_a_hub_that_culls_needs_no_prometheus_and_gets_no_idle_job():
+    idle = {"below": "10%", "for": "15m", "action": "scale-to-zero"}
+    hub = {"name": "hub", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 8,
+           "schedule": {"days": "Mon-Fri", "hours": "08:00-18:00", "timezone": "UTC"},
+           "autostop": {"kind": "jupyterhub"}, "idle": idle}
+    doc = {"version": 1, "name": "t", "targets": [TARGETS["aws"]], "workloads": [hub]}
+    plan = build_plan(load_text(yaml.safe_dump(doc, sort_keys=False), "spec.yaml"))
+    target = plan.targets[0]
+    assert values_of(plan)["cull"]["timeout"] == 900
+    assert not [o for o in in_cluster(plan, target).objects if o["kind"] == "CronJob"]
+    assert not [n for n in target.notes if "idle job" in n]
+
+
+def test_idle_scale_to_zero_with_another_chosen_object_is_refused_where_written():
+    job = {"name": "nb", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25, "replicas": 1,
+           "schedule": {"days": "Mon-Fri", "hours": "08:00-18:00", "timezone": "UTC"},
+           "autostop": {"kind": "notebook"}, "idle": {"below": "10%", "for": "15m", "action": "scale-to-zero"}}
+    aws = {**TARGETS["aws"], "settings": {**TARGETS["aws"]["settings"], "prometheus_url": PROMETHEUS}}
+    with pytest.raises(SpecError) as info:
+        load_text(yaml.safe_dump({"version": 1, "name": "t", "targets": [aws], "workloads": [job]}), "spec.yaml")
+    [problem] = info.value.problems
+    assert problem.path == "workloads[0].autostop.kind" and "use idle action: alert" in problem.message

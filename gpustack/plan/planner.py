@@ -23,7 +23,7 @@ from gpustack.plan import fallback, idle, offers, pool_types
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
-from gpustack.plan.model import AutoStopChoice, Plan, PodRequest, Pool, TargetPlan, Warning
+from gpustack.plan.model import AutoStopChoice, IdlePolicy, Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
 from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
 from gpustack.plan.prices import PriceBook
@@ -159,7 +159,12 @@ class _TargetPlanner:
                                    autostop=str(self.target.setting("autostop", "cronjob")),
                                    prometheus_url=None if url is None else str(url), idle=policies,
                                    scaled_by_keda=keda,
-                                   notes=planned.notes + tuple(idle.notes(self.target, keda, policies)))
+                                   notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies))))
+
+    def not_culled(self, policies: tuple[IdlePolicy, ...]) -> tuple[IdlePolicy, ...]:
+        """The idle policies a gpustack job acts on: a JupyterHub's are its culler's (render/jupyterhub.py)."""
+        return tuple(p for p in policies if (a := self.spec.workload(p.workload).autostop) is None
+                     or a.kind != "jupyterhub")
 
     def owned(self, request: PodRequest) -> PodRequest:
         """A workload's pod requests with what the spec says of its objects: namespace, kind, labels."""

@@ -30,7 +30,9 @@ _SERVICE_HOST = re.compile(r"[a-z0-9-]+\.([a-z0-9-]+)\.svc(\.cluster\.local)?")
 
 
 def acting(target: TargetPlan) -> list[IdlePolicy]:
-    return [p for p in target.idle if p.action == "scale-to-zero" and p.workload not in target.scaled_by_keda]
+    hub = {r.workload for r in target.pod_requests if r.autostop and r.autostop.kinds == ("jupyterhub",)}
+    return [p for p in target.idle
+            if p.action == "scale-to-zero" and p.workload not in target.scaled_by_keda and p.workload not in hub]
 
 
 def object_of(target: TargetPlan, policy: IdlePolicy) -> tuple[str, bool]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpustack.spec.model import AutoStop
+from gpustack.spec.model import AutoStop, Idle
 from gpustack.spec.reader import BAD, Reader
 from gpustack.spec.yamlsource import Path
 
@@ -42,7 +42,8 @@ NAME_RULES = {"deployment": (_SUBDOMAIN, 253, _SUBDOMAIN_RULE), "job": (_SUBDOMA
 EXAMPLE = "{kind: cronjob, name: nightly-tune}"
 
 
-def read_autostop(reader: Reader, path: Path, value: Any, kind: Any, scheduled: bool) -> AutoStop | Any:
+def read_autostop(reader: Reader, path: Path, value: Any, kind: Any, scheduled: bool,
+                  idle: Idle | None = None) -> AutoStop | Any:
     """The checked `autostop` of a workload of `kind` (BAD after recording a located problem)."""
     value = reader.mapping(path, value, required=("kind",), optional=("name",), what=EXAMPLE)
     if value is BAD or "kind" not in value:
@@ -57,6 +58,10 @@ def read_autostop(reader: Reader, path: Path, value: Any, kind: Any, scheduled: 
                                                 f"{', '.join(ALLOWED[kind])}")
     if not scheduled:
         return reader.problem(path, "autostop says what to stop outside the schedule: add a schedule, or remove it")
+    if idle is not None and idle.action == "scale-to-zero" and chosen != "jupyterhub":
+        return reader.problem(path + ("kind",), f"idle scale-to-zero scales the workload's own Deployment or "
+                                                f"StatefulSet, not a chosen {chosen}: remove autostop, or use idle "
+                                                "action: alert (jupyterhub: the hub's culler takes idle.for)")
     name = None
     if "name" in value:
         if chosen not in NAME_RULES:

@@ -77,12 +77,18 @@ def read_idle(reader: Reader, path: Path, value: Any, kind: Any, replicas: Any) 
     return Idle(below, seconds, cast(IdleAction, action), floors)
 
 
+def _culled_by_the_hub(workload: Workload) -> bool:
+    """A JupyterHub's servers: its idle culler acts (gpustack/render/jupyterhub.py), not Prometheus."""
+    return workload.autostop is not None and workload.autostop.kind == "jupyterhub"
+
+
 def check_prometheus(reader: Reader, targets: Sequence[Target], workloads: Sequence[Workload]) -> None:
     """A target running a workload that scales to zero when idle must say where Prometheus is."""
     by_name = {w.name: w for w in workloads}
     for target in targets:
         acting = [name for name in target.workloads
-                  if (idle := by_name[name].idle) is not None and idle.action == "scale-to-zero"]
+                  if (idle := by_name[name].idle) is not None and idle.action == "scale-to-zero"
+                  and not _culled_by_the_hub(by_name[name])]
         if acting and target.setting("prometheus_url") is None:
             reader.problem(("targets", target.index), f"workloads {', '.join(acting)} scale to zero when idle, which "
                                                       "reads GPU utilisation from Prometheus: add settings."

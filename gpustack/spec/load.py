@@ -417,7 +417,8 @@ class _SpecReader(Reader):
                                                    f"not {kind}")
         disk = self.parsed(field["disk"], value["disk"], units.parse_disk_gib) if "disk" in value else None
         idle = read_idle(self, field["idle"], value["idle"], kind, replicas) if "idle" in value else None
-        autostop = read_autostop(self, field["autostop"], value["autostop"], kind, "schedule" in value) \
+        autostop = read_autostop(self, field["autostop"], value["autostop"], kind, "schedule" in value,
+                                 idle or None) \
             if "autostop" in value else None
         if len(self.problems) > before:
             return BAD
