@@ -32,8 +32,10 @@ def rule_groups(target_name: str) -> dict:
     return {"groups": rule["spec"]["groups"]}
 
 
-def promtool(tmp_path, target_name: str, tests: list[dict], interval: str = "1m") -> subprocess.CompletedProcess:
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule_groups(target_name)))
+def promtool(tmp_path, target_name: str, tests: list[dict], interval: str = "1m",
+             rules: dict | None = None) -> subprocess.CompletedProcess:
+    """`rules`: the rule groups to test (default: the example target's)."""
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules or rule_groups(target_name)))
     tests = [{"interval": "1m", **test} for test in tests]  # the series' step (promtool's default is not 1m)
     (tmp_path / "tests.yaml").write_text(yaml.safe_dump(
         {"rule_files": ["rules.yaml"], "evaluation_interval": interval, "tests": tests}))

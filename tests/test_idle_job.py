@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -13,6 +15,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpustack.incluster import autostop as autostop_program
 from gpustack.incluster import idle as program
@@ -203,3 +206,27 @@ def test_the_program_runs_alone_with_the_standard_library_and_auto_stops_program
     ran = subprocess.run([sys.executable, "-E", "-s", "-B", str(tmp_path / "idle.py")], capture_output=True, text=True,
                          cwd=tmp_path, timeout=60)
     assert ran.returncode == 2 and "usage" in ran.stderr
+
+
+# -- the workload alert, judged by Prometheus --------------------------------------------------------
+@pytest.mark.skipif(shutil.which("promtool") is None and not os.environ.get("CI"), reason="promtool not installed")
+def test_the_workload_idle_alert_fires_at_five_percent_for_twenty_minutes_not_at_fifty(tmp_path):
+    from test_alerts_promtool import promtool
+    from test_keda import _series
+
+    rule = of("PrometheusRule", "gpustack-system", "gpustack-idle-gpus")
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
+    [fired] = [r for r in rule["spec"]["groups"][0]["rules"] if r["alert"] == "GpuWorkloadIdle"
+               and r["labels"]["gpustack_workload"] == "notebooks"]
+    expected = {"exp_labels": fired["labels"], "exp_annotations": fired["annotations"]}
+    assert fired["labels"]["gpustack_idle_action"] == "scale-to-zero" and fired["labels"]["team"] == "ml-platform"
+    assert "below 10% utilisation for 15m: it goes to zero now" in fired["annotations"]["description"]
+    tests = [{"input_series": _series("notebooks", "research", "5+0x60"),
+              "alert_rule_test": [{"eval_time": "10m", "alertname": "GpuWorkloadIdle", "exp_alerts": []},
+                                  {"eval_time": "20m", "alertname": "GpuWorkloadIdle", "exp_alerts": [expected]}]},
+             {"input_series": _series("notebooks", "research", "50+0x60"),
+              "alert_rule_test": [{"eval_time": "40m", "alertname": "GpuWorkloadIdle", "exp_alerts": []}]}]
+    ran = promtool(tmp_path, TARGET.name, tests, rules={"groups": rule["spec"]["groups"]})
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    tests[1]["alert_rule_test"][0]["exp_alerts"] = [expected]  # the test can fail: 50% is not idle
+    assert promtool(tmp_path, TARGET.name, tests, rules={"groups": rule["spec"]["groups"]}).returncode != 0

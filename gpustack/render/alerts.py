@@ -28,8 +28,9 @@ import functools
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from gpustack.plan.model import Plan, Pool, ScheduleWindow, TargetPlan
+from gpustack.plan.model import IdlePolicy, Plan, Pool, ScheduleWindow, TargetPlan
 from gpustack.plan.pools import POOL_LABEL
+from gpustack.render import promql
 from gpustack.render.common import metadata, object_labels, prometheus_label
 from gpustack.schedules import window_crons
 
@@ -168,8 +169,34 @@ def prometheus_rule(plan: Plan, target: TargetPlan, namespace: str) -> dict[str,
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": metadata(RULE_NAME, object_labels(plan, target), namespace),
-        "spec": {"groups": [{"name": RULE_NAME, "rules": [r for p in pools for r in _pool_rules(p)]}]},
+        "spec": {"groups": [{"name": RULE_NAME, "rules": [r for p in pools for r in _pool_rules(p)]
+                             + [workload_idle_rule(plan, target, policy) for policy in target.idle]}]},
     }
+
+
+def workload_idle_rule(plan: Plan, target: TargetPlan, policy: IdlePolicy) -> dict[str, Any]:
+    """A workload with its own `idle`: idle by its threshold and period (its pods' GPUs, promql.py), saying
+    what happens next."""
+    labels = {"severity": "warning", "gpustack_workload": policy.workload, "namespace": policy.namespace,
+              "gpustack_idle_action": policy.action}
+    for key, value in sorted({**dict(plan.labels), **dict(_pod_labels(target, policy.workload))}.items()):
+        labels.setdefault(prometheus_label(key), value)
+    then = ("it goes to zero now"
+            if policy.action == "scale-to-zero" else "nothing is done (idle.action: alert)")
+    return {
+        "alert": "GpuWorkloadIdle",
+        "expr": promql.idle(policy, promql.uses_mig(target, policy.workload)),
+        "labels": labels,
+        "annotations": {
+            "summary": f"Idle GPUs of workload {policy.namespace}/{policy.workload}",
+            "description": (f"The GPUs of {policy.namespace}/{policy.workload} have been below "
+                            f"{policy.below_percent:g}% utilisation for {promql.minutes(policy.for_seconds)}: {then}."),
+        },
+    }
+
+
+def _pod_labels(target: TargetPlan, workload: str) -> tuple[tuple[str, str], ...]:
+    return next((r.labels for r in target.pod_requests if r.workload == workload), ())
 
 
 def _pool_rules(pool: Pool) -> list[dict[str, Any]]:

@@ -38,8 +38,7 @@ def acting(target: TargetPlan) -> list[IdlePolicy]:
 def object_of(target: TargetPlan, policy: IdlePolicy) -> tuple[str, bool]:
     """(plural of the workload's object, whether its GPUs are MIG instances)."""
     request = next(r for r in target.pod_requests if r.workload == policy.workload)
-    mig = any(p.sharing.mode == "mig" for p in target.pools if p.name in request.pools)
-    return PLURALS[OBJECT_KINDS[request.kind]], mig
+    return PLURALS[OBJECT_KINDS[request.kind]], promql.uses_mig(target, policy.workload)
 
 
 def cronjob(plan: Plan, target: TargetPlan, policy: IdlePolicy) -> dict[str, Any]:

@@ -66,8 +66,7 @@ def cron_triggers(prefix: str, pairs: list[tuple[str, str]], timezone: str, repl
 
 def busy_trigger(target: TargetPlan, policy: IdlePolicy, object_kind: str, replicas: int) -> dict[str, Any]:
     assert target.prometheus_url is not None  # the spec requires it with an idle action
-    pools = {p.name: p for p in target.pools}
-    mig = any(pools[name].sharing.mode == "mig" for name in pools if policy.workload in pools[name].workloads)
+    mig = promql.uses_mig(target, policy.workload)
     return {"type": "prometheus", "name": "busy",
             "metadata": {"serverAddress": target.prometheus_url,
                          "query": promql.busy_replicas(policy, object_kind, replicas, mig),

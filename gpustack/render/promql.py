@@ -15,7 +15,7 @@ on it (GpuMetricsMissing says so per pool).
 
 from __future__ import annotations
 
-from gpustack.plan.model import IdlePolicy
+from gpustack.plan.model import IdlePolicy, TargetPlan
 from gpustack.plan.pools import WORKLOAD_LABEL
 from gpustack.render.common import prometheus_label
 
@@ -56,3 +56,8 @@ def replicas(policy: IdlePolicy, object_kind: str, planned: int) -> str:
 def busy_replicas(policy: IdlePolicy, object_kind: str, planned: int, mig: bool) -> str:
     """The replica count while the workload is not idle, nothing when it is."""
     return f"{replicas(policy, object_kind, planned)} unless on () ({idle(policy, mig)})"
+
+
+def uses_mig(target: TargetPlan, workload: str) -> bool:
+    """Whether the workload's GPUs are MIG instances on some pool of it (they report engine activity)."""
+    return any(p.sharing.mode == "mig" for p in target.pools if workload in p.workloads)
