@@ -128,6 +128,12 @@ def preemptible_refusal(instance_type: str) -> str | None:
             "preemptibleShapes where OCI sells it preemptible")
 
 
+# A pod asking for a MIG device fits no shape Karpenter v1.6.2 knows (no NodeOverlay can say a node offers
+# one), so KPO would never launch a node for it: MIG is planned as time-slicing at the same share.
+MIG_GAP = (f"KPO {RELEASE} runs Karpenter {CORE_RELEASE}, which has no NodeOverlay (alpha since v1.7; {FEATURES_DOC}): "
+           "it sees no shape offering a MIG device and would launch no node for a pod asking for one")
+
+
 class OKEKarpenter(KarpenterProvisioner):
     name = "karpenter"
     description = f"Oracle's Karpenter provider {RELEASE} (Karpenter {CORE_RELEASE}) NodePools and OCINodeClasses on OKE"
@@ -146,7 +152,7 @@ class OKEKarpenter(KarpenterProvisioner):
     overlay_condition = (f"and KPO {RELEASE} runs Karpenter {CORE_RELEASE}, which has no NodeOverlay (alpha since "
                          f"v1.7; {FEATURES_DOC}) to tell it more, so gpustack writes none; keep MIG and time-sliced "
                          "work on a target with OKE's managed node pools")
-    unsupported = {Feature.NATIVE_SCHEDULE: core.schedule_gap(DISRUPTION_DOC)}
+    unsupported = {Feature.NATIVE_SCHEDULE: core.schedule_gap(DISRUPTION_DOC), Feature.MIG: MIG_GAP}
     required_settings = {"image_id": IMAGE_GAP}
     # KPO offers spot shapes only to NodePools with OKE's preemptible taint (FAQS_DOC, "Spot / preemptible
     # nodes"; INSTANCE_TYPES setOfferings checks key and effect), the taint OKE puts on preemptible nodes.
