@@ -6,7 +6,7 @@ business). What they stop is each workload's plan choice (`pod_requests[].autost
 `autostop`, or detected from the kind of workload): Deployments and StatefulSets scaled to 0 through
 their `/scale`, Jobs and CronJobs (with a CronJob's running Jobs) suspended, Kubeflow Notebooks
 given the notebook controller's stop annotation; JupyterHub's servers are left to the hub's own
-idle culler. Each object's state is saved first in the namespace's ConfigMap
+idle culler, whose chart values jupyterhub.py renders. Each object's state is saved first in the namespace's ConfigMap
 `gpustack-autostop-state` and restored at the start (gpustack/incluster/autostop.py says how).
 
 The pool's autoscaler minimum is 0, so the emptied nodes go away. Least privilege, per namespace:
