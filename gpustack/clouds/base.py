@@ -65,11 +65,19 @@ AUTOSTOP_CHOICES = ("cronjob", "keda")
 PROMETHEUS_URL = (r"https?://[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,9}"
                   r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
                   r"(/[-a-z0-9_.]{1,63}){0,4}")
+# An IPv4 CIDR as net.ParseCIDR reads it (what the API server checks in a NetworkPolicy's ipBlock.cidr).
+_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+API_SERVER_CIDR = rf"{_OCTET}(\.{_OCTET}){{3}}/(3[0-2]|[12]?[0-9])"
 IN_CLUSTER_SETTINGS = (
     Setting("autostop", False, "string", "|".join(AUTOSTOP_CHOICES), "cronjob (default) or keda"),
     Setting("prometheus_url", False, "string", PROMETHEUS_URL,
             "an in-cluster Prometheus URL such as http://prometheus-operated.monitoring.svc:9090 (lowercase "
             "host name, optional port and path, no query)"),
+    # The control plane's addresses are the cluster's (gpustack cannot know them when it renders): given,
+    # the jobs' NetworkPolicies allow the API server's ports at those addresses only.
+    Setting("api_server_cidrs", False, "strings", API_SERVER_CIDR,
+            "the API server's addresses as IPv4 CIDRs, e.g. 10.0.0.0/16 (kubectl get endpointslices -n default "
+            "-l kubernetes.io/service-name=kubernetes)"),
 )
 
 

@@ -367,6 +367,7 @@ class TargetPlan:
     fallback_groups: tuple[FallbackGroup, ...] = ()
     autostop: str = "cronjob"  # who scales scheduled and idle workloads: cronjob (built in) | keda
     prometheus_url: str | None = None  # where the idle action reads GPU utilisation
+    api_server_cidrs: tuple[str, ...] = ()  # where the in-cluster jobs may connect to (): the API server's ports anywhere
     idle: tuple[IdlePolicy, ...] = ()  # workloads with an `idle` of their own, by namespace and name
     scaled_by_keda: tuple[str, ...] = ()  # workloads a KEDA ScaledObject scales (the CronJobs leave them)
 
@@ -570,6 +571,7 @@ def _target(t: TargetPlan) -> dict[str, Any]:
         "pod_requests": [_pod_request(r) for r in t.pod_requests],
         "autostop": t.autostop,
         "prometheus_url": t.prometheus_url,
+        "api_server_cidrs": list(t.api_server_cidrs),
         "idle": [{"workload": i.workload, "namespace": i.namespace, "below_percent": i.below_percent,
                   "for_seconds": i.for_seconds, "action": i.action, "floors": i.floors} for i in t.idle],
         "scaled_by_keda": list(t.scaled_by_keda),

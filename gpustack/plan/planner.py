@@ -158,6 +158,7 @@ class _TargetPlanner:
                                    provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools),
                                    autostop=str(self.target.setting("autostop", "cronjob")),
                                    prometheus_url=None if url is None else str(url), idle=policies,
+                                   api_server_cidrs=tuple(str(c) for c in self.target.setting("api_server_cidrs", ())),
                                    scaled_by_keda=keda,
                                    notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies))))
 

@@ -216,14 +216,22 @@ def cronjob(plan: Plan, target: TargetPlan, pool: Pool, namespace: str, action: 
     }
 
 
-def network_policy(labels: dict[str, str], namespace: str) -> dict[str, Any]:
-    """The job's pods: no connection in, out only to the API server's ports."""
+def api_server_egress(target: TargetPlan) -> dict[str, Any]:
+    """The egress rule to the API server: its ports, at the addresses the target names (else any)."""
+    rule: dict[str, Any] = {"ports": [{"protocol": "TCP", "port": port} for port in API_SERVER_PORTS]}
+    if target.api_server_cidrs:
+        rule["to"] = [{"ipBlock": {"cidr": cidr}} for cidr in target.api_server_cidrs]
+    return rule
+
+
+def network_policy(target: TargetPlan, labels: dict[str, str], namespace: str) -> dict[str, Any]:
+    """The job's pods: no connection in, out only to the API server's ports (at its addresses, when known)."""
     return {
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata(ACCOUNT, labels, namespace),
         "spec": {
             "podSelector": {"matchExpressions": [{"key": ACTION_LABEL, "operator": "In", "values": ["start", "stop"]}]},
             "policyTypes": ["Ingress", "Egress"],
-            "egress": [{"ports": [{"protocol": "TCP", "port": port} for port in API_SERVER_PORTS]}],
+            "egress": [api_server_egress(target)],
         },
     }
 
@@ -237,7 +245,7 @@ def rbac(plan: Plan, target: TargetPlan, namespace: str, chosen: list[Selection]
          "data": {PROGRAM_FILE: source("autostop")}},
         # No `data`: the job's entries are its own, and an apply of this object leaves them alone.
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(STATE_CONFIGMAP, labels, namespace)},
-        network_policy(labels, namespace),
+        network_policy(target, labels, namespace),
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(ACCOUNT, labels, namespace)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": metadata(ACCOUNT, labels, namespace), "rules": rules(chosen)},

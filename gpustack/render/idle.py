@@ -71,10 +71,10 @@ def prometheus_peer(url: str) -> dict[str, Any]:
     return peer
 
 
-def network_policy(labels: dict[str, str], namespace: str, url: str) -> dict[str, Any]:
+def network_policy(target: TargetPlan, labels: dict[str, str], namespace: str, url: str) -> dict[str, Any]:
     dns = {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
-    api = {"ports": [{"protocol": "TCP", "port": port} for port in autostop.API_SERVER_PORTS]}
+    api = autostop.api_server_egress(target)
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata(ACCOUNT, labels, namespace),
             "spec": {"podSelector": {"matchLabels": {autostop.ACTION_LABEL: "idle"}},
                      "policyTypes": ["Ingress", "Egress"], "egress": [api, dns, prometheus_peer(url)]}}
@@ -112,7 +112,7 @@ def objects(plan: Plan, target: TargetPlan, rendered: list[dict[str, Any]]) -> l
         if ("ConfigMap", namespace, autostop.STATE_CONFIGMAP) not in have:  # no `data`: the jobs' entries
             found.append({"apiVersion": "v1", "kind": "ConfigMap",
                           "metadata": metadata(autostop.STATE_CONFIGMAP, labels, namespace)})
-        found.append(network_policy(labels, namespace, str(target.prometheus_url)))
+        found.append(network_policy(target, labels, namespace, str(target.prometheus_url)))
         found.append({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(ACCOUNT, labels, namespace)})
         found.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                       "metadata": metadata(ACCOUNT, labels, namespace), "rules": role_rules(target, policies)})
