@@ -158,9 +158,13 @@ class _TargetPlanner:
                                    provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools),
                                    autostop=str(self.target.setting("autostop", "cronjob")),
                                    prometheus_url=None if url is None else str(url), idle=policies,
-                                   api_server_cidrs=tuple(str(c) for c in self.target.setting("api_server_cidrs", ())),
+                                   api_server_cidrs=self.api_server_cidrs(),
                                    scaled_by_keda=keda,
                                    notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies))))
+
+    def api_server_cidrs(self) -> tuple[str, ...]:
+        cidrs = self.target.setting("api_server_cidrs", ())
+        return tuple(str(c) for c in cidrs) if isinstance(cidrs, tuple) else ()
 
     def not_culled(self, policies: tuple[IdlePolicy, ...]) -> tuple[IdlePolicy, ...]:
         """The idle policies a gpustack job acts on: a JupyterHub's are its culler's (render/jupyterhub.py)."""
