@@ -61,8 +61,7 @@ def test_the_network_policy_opens_the_api_server_dns_and_prometheus_only():
 
 
 def test_one_state_configmap_per_namespace_shared_with_auto_stop():
-    assert program.STATE == autostop_program.STATE
-    states = [o for o in OBJECTS if o["kind"] == "ConfigMap" and o["metadata"]["name"] == program.STATE]
+    states = [o for o in OBJECTS if o["kind"] == "ConfigMap" and o["metadata"]["name"] == autostop_program.STATE]
     assert sorted(o["metadata"]["namespace"] for o in states) == ["research", "serving"]
     assert all("data" not in o for o in states)
 
@@ -109,7 +108,7 @@ class Api:
         self.namespace = namespace
         self.objects = {("statefulsets", "notebooks"): {"metadata": {"name": "notebooks", "resourceVersion": "7"},
                                                          "spec": {"replicas": replicas}}}
-        self.state = {"metadata": {"name": program.STATE, "resourceVersion": "1"}, "data": {"deployments.other": "2"}}
+        self.state = {"metadata": {"name": autostop_program.STATE, "resourceVersion": "1"}, "data": {"deployments.other": "2"}}
         self.conflicts = conflicts
         self.calls: list[tuple[str, str]] = []
 
@@ -145,7 +144,7 @@ class Api:
 
 
 def run(monkeypatch, api: Api, url: str, plural: str = "statefulsets", name: str = "notebooks") -> int:
-    monkeypatch.setattr(program, "call", api)
+    monkeypatch.setattr(autostop_program, "call", api)  # the API calls auto-stop's program makes for both
     return program.main(["research", plural, name, url, "QUERY"])
 
 

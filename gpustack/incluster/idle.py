@@ -26,12 +26,11 @@ import urllib.request
 from typing import Any
 
 if __package__:  # imported as gpustack.incluster.idle (tests, renderers)
-    from gpustack.incluster.autostop import STATE, Conflict, call
+    from gpustack.incluster.autostop import Conflict, Namespace, change_state
 else:  # run in the cluster: auto-stop's program is mounted beside this file, from the same ConfigMap
-    from autostop import STATE, Conflict, call  # type: ignore[import-not-found, no-redef]
+    from autostop import Conflict, Namespace, change_state  # type: ignore[import-not-found, no-redef]
 
 PLURALS = ("deployments", "statefulsets")
-ATTEMPTS = 3  # rounds while the state ConfigMap changes under us (409 Conflict)
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 URL = re.compile(r"https?://[-a-z0-9.]{1,253}(:[0-9]{1,5})?(/[-a-z0-9_.]{1,63}){0,4}")
 MAX_ANSWER_BYTES = 1 << 20
@@ -57,32 +56,19 @@ def ask_prometheus(url: str, query: str) -> Any:
         return json.loads(response.read(MAX_ANSWER_BYTES))
 
 
-def save_count(namespace: str, key: str, count: int) -> None:
-    """Add the entry to the state ConfigMap, keeping what is there; retried when it changed meanwhile."""
-    path = f"/api/v1/namespaces/{namespace}/configmaps/{STATE}"
-    for attempt in range(ATTEMPTS):
-        configmap = call("GET", path)
-        configmap["data"] = dict(sorted({**(configmap.get("data") or {}), key: str(count)}.items()))
-        try:
-            call("PUT", path, configmap)  # carries the resourceVersion read: a concurrent change is a 409
-            return
-        except Conflict:
-            if attempt == ATTEMPTS - 1:
-                raise
-
-
 def stop(namespace: str, plural: str, name: str) -> str:
-    """Save the object's count, then scale it to zero; what was done, in words."""
-    path = f"/apis/apps/v1/namespaces/{namespace}/{plural}/{name}"
-    obj = call("GET", path)
+    """Save the object's count (auto-stop's state entry, so a window's start gives it back), then scale it
+    to zero; what was done, in words."""
+    api = Namespace(namespace)
+    obj = api.get(plural, name)
     replicas = obj.get("spec", {}).get("replicas", 1)
     if type(replicas) is not int or replicas < 0:
         raise ValueError(f"{plural}/{name} has no replica count: {replicas!r}")
     if replicas == 0:
         return f"{plural}/{name} is already at 0"
-    save_count(namespace, f"{plural}.{name}", replicas)  # saved before scaling: a kill halfway loses nothing
-    call("PATCH", path + "/scale", {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
-                                    "spec": {"replicas": 0}}, "application/merge-patch+json")
+    change_state(api, {f"{plural}.{name}": str(replicas)}, [])  # saved before scaling: a kill halfway loses nothing
+    api.patch(plural, obj, "/scale", {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                                      "spec": {"replicas": 0}})
     return f"idle {plural}/{name}: {replicas} -> 0"
 
 
