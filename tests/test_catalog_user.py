@@ -41,7 +41,7 @@ def test_a_region_outside_the_bundle_is_refused_as_a_catalog_gap(tmp_path):
     with pytest.raises(SpecError) as info:
         load_spec(paris_spec(tmp_path))
     message = str(info.value)
-    assert "the bundled catalog has no EKS prices for 'eu-west-3'" in message
+    assert "the bundled catalog has no EKS GPU instance types in 'eu-west-3'" in message
     assert "add rows with --catalog FILE (or `catalog: FILE` in the spec)" in message
     assert "gpustack catalog refresh --cloud aws --region eu-west-3" in message
 
@@ -195,7 +195,7 @@ def test_every_planning_command_takes_a_catalog(tmp_path, capsys, command):
     assert main([args[0], str(spec), *args[1:], "--catalog", str(catalog)]) in (0, 1)  # check may find violations
     assert "no EKS prices for 'eu-west-3'" not in capsys.readouterr().err
     assert main([args[0], str(spec), *args[1:]]) == 2
-    assert "the bundled catalog has no EKS prices for 'eu-west-3'" in capsys.readouterr().err
+    assert "the bundled catalog has no EKS GPU instance types in 'eu-west-3'" in capsys.readouterr().err
 
 
 def test_diff_takes_a_catalog(tmp_path, capsys):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from gpustack.catalog import load_catalog
 import yaml
 
 from conftest import dedent, spec_text
@@ -175,10 +177,13 @@ def test_cloud_aliases_are_accepted_and_unknown_clouds_suggested():
 
 def test_region_must_be_in_the_catalog():
     text = spec_text([TRAIN]).replace("us-east-1", "us-east-7")
-    assert error(text) == (f"{at(text, 'us-east-7')}: targets[0].region: the bundled catalog has no EKS prices for "
-                           "'us-east-7' (did you mean 'us-east-1'?); catalogued: ap-northeast-1, eu-central-1, eu-west-1, us-east-1, "
-                           "us-west-2; if EKS has that "
-                           "region, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack "
+    known = load_catalog().regions("aws")
+    nearest = ", ".join(load_catalog().nearest_regions("aws", "us-east-7"))
+    assert nearest.startswith("us-east-1, ")
+    assert error(text) == (f"{at(text, 'us-east-7')}: targets[0].region: the bundled catalog has no EKS GPU instance "
+                           "types in 'us-east-7' (did you mean 'us-east-1'?): its price sources list none there; "
+                           f"nearest regions with GPUs: {nearest} (of {len(known)} catalogued); if EKS sells GPUs "
+                           "there, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack "
                            "catalog refresh --cloud aws --region us-east-7")
 
 

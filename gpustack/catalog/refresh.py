@@ -221,7 +221,7 @@ def _gpus(catalog: Catalog, names: Sequence[str]) -> set[str]:
 def _facts(catalog: Catalog, cloud: str) -> dict[str, InstanceType]:
     """Instance type -> a row with its GPU, vCPUs and memory (the same in every region)."""
     facts: dict[str, InstanceType] = {}
-    for row in catalog.instances:
+    for row in catalog.rows_of(cloud):
         if row.cloud == cloud:
             facts.setdefault(row.name, row)
     return facts
