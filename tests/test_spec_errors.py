@@ -148,12 +148,22 @@ def test_ambiguous_gpu_model_asks_which():
 
 def test_gpu_not_offered_in_region_names_where_it_is():
     text = spec_text([{"name": "nb", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25}], ("oci",))
+    regions = load_catalog().offering("T4")["azure"]
+    azure_t4 = ", ".join(regions[:5]) + f" and {len(regions) - 5} more"
     assert error(text) == (
         f"{at(text, 'T4')}: workloads[0].gpu: the bundled catalog has no T4 rows for OKE us-ashburn-1 (target "
-        "'oci-t'); it has T4 in: EKS ap-northeast-1, eu-central-1, eu-west-1, us-east-1, us-west-2; AKS eastus, "
-        "japaneast, swedencentral, westeurope, westus2; GKE us-central1, us-east4; if OKE "
+        "'oci-t'); it has T4 in: EKS ap-northeast-1, eu-central-1, eu-west-1, us-east-1, us-west-2; AKS "
+        f"{azure_t4}; GKE us-central1, us-east4; if OKE "
         "offers T4 there, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog "
         "refresh --cloud oci --region us-ashburn-1")
+
+
+def test_gpu_missing_in_a_region_names_the_nearest_regions_that_have_it():
+    text = spec_text([{"name": "nb", "kind": "notebook", "gpu": "L4", "gpu_fraction": 0.25}], ("aws",))
+    text = text.replace("us-east-1", "eu-west-1")
+    message = error(text)
+    assert message.startswith(f"{at(text, 'L4')}: workloads[0].gpu: the bundled catalog has no L4 rows for EKS "
+                              "eu-west-1 (target 'aws-t'); nearest EKS regions with it: eu-central-1, ")
 
 
 def test_settings_each_cloud_requires():

@@ -229,7 +229,7 @@ class _SpecReader(Reader):
         if not isinstance(raw, dict):
             self.problem(path + ("instances",), "expected a mapping of instance type to {on_demand, spot}")
         else:
-            known = self.catalog.instance_names()
+            known = self.catalog.instance_names() if raw else ()  # every cloud's file: only when overrides are given
             for name, prices in raw.items():
                 item = path + ("instances", name)
                 if name not in known:
@@ -672,7 +672,7 @@ class _SpecReader(Reader):
                 if workload.gpu in here:
                     continue
                 offered = self.catalog.offering(workload.gpu)
-                where = "; ".join(f"{CLOUDS.get(c).display_name} {', '.join(r)}" for c, r in offered.items())
+                where = "; ".join(f"{CLOUDS.get(c).display_name} {_some(r)}" for c, r in offered.items())
                 gap = cloud.gpu_gap(workload.gpu)
                 if gap:  # a gap of the cloud, with its source: no catalog row can fill it
                     self.problems.append(Problem(
@@ -693,6 +693,12 @@ class _SpecReader(Reader):
     def catalog_name(self) -> str:
         files = self.catalog.files
         return f"catalog (bundled + {', '.join(files)})" if files else "bundled catalog"
+
+
+def _some(regions: tuple[str, ...], shown: int = 5) -> str:
+    """Regions for a message: the first few, and how many more."""
+    more = f" and {len(regions) - shown} more" if len(regions) > shown else ""
+    return ", ".join(regions[:shown]) + more
 
 
 def written_names(value: Any) -> set[str]:

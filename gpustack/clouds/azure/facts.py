@@ -192,7 +192,7 @@ class AKS(Cloud):
         if capacity == "reserved":
             return acceptance.reservation_refusal(row.name)
         if capacity == "spot":
-            return acceptance.spot_refusal(row.name, row.region, row.spot)
+            return acceptance.spot_refusal(row.name, row.region, row.spot, row.note)
         return None
 
     def mig_profiles(self, gpu: str, mig_profiles: tuple[str, ...]) -> tuple[str, ...]:

@@ -1,0 +1,101 @@
+"""`make catalog SOURCES=DIR`: the bundled per-cloud files rebuilt from source snapshots (small fixture
+snapshots in the sources' own formats here), deterministically, with the moves printed."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpustack.catalog.feeds import RefreshError
+from gpustack.catalog.importer import main, rebuild
+
+SOURCES = Path(__file__).parent / "fixtures" / "catalog_sources"
+
+
+def rows_of(path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    return {(r["region"], r["instance_type"]): r for r in csv.DictReader(path.open(encoding="utf-8"))}
+
+
+@pytest.fixture()
+def built(tmp_path):
+    lines = rebuild(SOURCES, tmp_path)
+    return tmp_path, "\n".join(lines)
+
+
+def test_aws_spot_is_the_lowest_regional_zone_price_without_placeholders_or_local_zones(built):
+    data, out = built
+    rows = rows_of(data / "aws.csv")
+    g5 = rows[("eu-west-1", "g5.2xlarge")]
+    # euw1-az3's 1.35296 equals on-demand: a placeholder, not a price; az2 is the lowest real one
+    assert (g5["gpu"], g5["gpus"], g5["vcpus"], g5["memory_gib"]) == ("A10G", "1", "8", "32")
+    assert (g5["on_demand_usd"], g5["spot_usd"], g5["source"], g5["as_of"]) == ("1.35296", "0.6179", "skypilot-aws-v8",
+                                                                                "2025-11")
+    west = rows[("us-west-2", "g5.xlarge")]
+    assert west["spot_usd"] == "0.45" and "usw2-az1" in west["note"]  # the Local Zone's 0.31 is left out
+    assert rows[("us-west-2", "p4d.24xlarge")]["gpu"] == "A100-40GB"  # SkyPilot's "A100" is the 40 GB part
+    assert {name for _, name in rows} == {"g5.2xlarge", "g5.xlarge", "p4d.24xlarge"}
+    assert "accelerators the catalog has no GPU model for (left out): Radeon Pro V520" in out
+    assert "fractional-GPU types (left out): g6f.large" in out
+    assert "types with no on-demand price in the source (left out): p5e.48xlarge" in out
+
+
+def test_azure_takes_the_newer_snapshot_where_two_overlap_and_marks_spot_unknown_elsewhere(built):
+    data, out = built
+    rows = rows_of(data / "azure.csv")
+    t4 = rows[("westeurope", "Standard_NC4as_T4_v3")]
+    # matched by name ("NC4as T4 v3"); the Windows Spot item and E20as v6 (same price) are not taken
+    assert (t4["on_demand_usd"], t4["spot_usd"], t4["source"], t4["as_of"]) == (
+        "0.658", "0.457113", "azure-pricing-radar-2026-08", "2026-08-22")
+    assert rows[("westeurope", "Standard_NC24ads_A100_v4")]["spot_usd"] == "1.097295"
+    east = rows[("eastus", "Standard_NC8as_T4_v3")]
+    assert (east["on_demand_usd"], east["spot_usd"], east["source"]) == ("0.752", "", "azure-karpenter-prices-2026-06")
+    assert east["note"] == "no Spot price in the sources for this region"
+    assert (east["gpu"], east["vcpus"], east["memory_gib"]) == ("T4", "8", "56")  # the bundled facts
+    assert ("eastus", "Standard_D2s_v5") not in rows
+    assert "without instance facts in the catalog (left out): Standard_ND96isr_H200_v5" in out
+
+
+def test_every_rebuilt_row_is_dated_and_the_moves_are_printed(built):
+    data, out = built
+    assert "+ aws eu-west-1 g5.2xlarge" not in out  # the bundled catalog has it already
+    assert "- aws us-east-1 g4dn.xlarge (was on-demand 0.526, spot 0.2 USD/h)" in out  # not in the fixture
+    assert "+ oci eu-frankfurt-1 VM.GPU3.1" not in out and "oci: wrote oci.csv: 3 rows in 2 regions" in out
+    assert "gcp: its bundle reads no snapshots; gcp.csv is left as it is" in out
+    assert not (data / "gcp.csv").exists()
+    for name in ("aws.csv", "azure.csv", "oci.csv"):
+        assert all(r["as_of"] and r["source"] for r in rows_of(data / name).values())
+
+
+def test_the_same_snapshots_give_the_same_bytes(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    rebuild(SOURCES, tmp_path / "a")
+    rebuild(SOURCES, tmp_path / "b")
+    for name in ("aws.csv", "azure.csv", "oci.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_a_snapshot_folder_must_be_a_known_source_key(tmp_path):
+    shutil.copytree(SOURCES / "oci", tmp_path / "oci" / "skypilot-oci-v9")
+    with pytest.raises(RefreshError, match=re.escape("'skypilot-oci-v9' is not a source key of sources.yaml")):
+        rebuild(tmp_path, tmp_path)
+
+
+def test_a_karpenter_table_must_have_the_date_sources_yaml_gives(tmp_path):
+    folder = tmp_path / "azure" / "azure-karpenter-prices-2026-06"
+    folder.mkdir(parents=True)
+    table = (SOURCES / "azure" / "azure-karpenter-prices-2026-06" / "zz_generated.pricing.go").read_text()
+    (folder / "zz_generated.pricing.go").write_text(table.replace("2026-06-18T03", "2026-07-01T03"))
+    with pytest.raises(RefreshError, match=re.escape("generated on 2026-07-01, but sources.yaml gives")):
+        rebuild(tmp_path, tmp_path)
+
+
+def test_the_command_says_what_is_wrong_and_exits_2(tmp_path, capsys):
+    assert main([str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert main([str(SOURCES), "--check", "--data", str(tmp_path)]) == 0
+    assert "would write aws.csv" in capsys.readouterr().out and not (tmp_path / "aws.csv").exists()
