@@ -40,14 +40,31 @@ def test_azure_eu_regions_have_the_spot_price_of_every_size_the_snapshot_meters(
         assert set(sizes) <= priced, region
 
 
-@pytest.mark.parametrize("region, family", [
-    (region, family) for region, families in index("aws")["skypilot-aws-v8"]["families"].items() for family in families])
-def test_aws_families_are_complete_where_read(region, family):
-    expected = set(index("aws")["skypilot-aws-v8"]["families"][region][family])
-    assert {name for name in sizes_in("aws", region) if name.split(".")[0] == family} == expected
+AWS_FAMILIES = [(source, region, family) for source, body in index("aws").items()
+                for region, families in body["families"].items() for family in families]
+
+
+@pytest.mark.parametrize("source, region, family", AWS_FAMILIES)
+def test_aws_families_are_complete_where_sold(source, region, family):
+    expected = set(index("aws")[source]["families"][region][family])
+    assert {name for name in sizes_in("aws", region) if name.split(".")[0] == family} >= expected
+
+
+def test_aws_has_every_region_the_sources_price_gpus_in():
+    regions = set(index("aws")["vantage-aws-gpu-2026-01"]["families"])
+    assert len(regions) >= 20
+    assert set(load_catalog().regions("aws")) == regions
 
 
 def test_no_bundled_region_is_outside_its_sources():
     azure = index("azure")
     listed = set(azure["azure-karpenter-prices-2026-06"]["on_demand"]) | set(azure["azure-pricing-radar-2026-08"]["spot"])
     assert set(load_catalog().regions("azure")) == listed
+
+
+def test_oci_has_every_shape_in_every_region_read():
+    source = index("oci")["skypilot-oci-v8"]
+    assert len(source["regions"]) >= 15
+    assert set(load_catalog().regions("oci")) == set(source["regions"])
+    for region in source["regions"]:
+        assert sizes_in("oci", region) == set(source["shapes"]), region

@@ -2,9 +2,10 @@
 files (`data/<cloud>.csv`) from source snapshots, offline and deterministically, and print the moves.
 
 DIR is laid out as `snapshots.py` describes (`DIR/<cloud>/<source key>/...`). A cloud's bundle reads its
-snapshots in its `snapshot` module (`rebuild(snapshots, facts) -> FeedResult`); a cloud without a
-folder under DIR keeps its file as it is (and is said to). Instance facts come from the rows already
-bundled, as for `gpustack catalog refresh`; the rows written pass the same checks as any catalog file.
+snapshots in its `snapshot` module (`rebuild(snapshots, known rows, gpu_of) -> FeedResult`); a cloud
+without a folder under DIR keeps its file as it is (and is said to). Where a source lists prices but
+not machines, instance facts come from the rows already bundled, as for `gpustack catalog refresh`;
+the rows written pass the same checks as any catalog file.
 """
 
 from __future__ import annotations
@@ -52,10 +53,7 @@ def rebuild(sources: Path, data: Path = DATA, write: bool = True) -> list[str]:
                                    "(repository, path, commit, as_of) first")
             snapshots.append(Snapshot(path.name, path, source.as_of))
         old = catalog.rows_of(cloud.name)
-        facts: dict[str, InstanceType] = {}
-        for row in old:
-            facts.setdefault(row.name, row)
-        result = cloud.part(SNAPSHOT_PART).rebuild(snapshots, facts, lambda name: _gpu_name(catalog, name))
+        result = cloud.part(SNAPSHOT_PART).rebuild(snapshots, old, lambda name: _gpu_name(catalog, name))
         lines += [f"{cloud.name}: {note}" for note in result.notes]
         lines += _moves(cloud.name, old, result.rows)
         text = write_rows(result.rows)

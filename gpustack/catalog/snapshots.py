@@ -15,7 +15,7 @@ import dataclasses
 import io
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from gpustack.catalog.feeds import RefreshError
@@ -204,3 +204,11 @@ def skypilot_rows(snapshots: Sequence[Snapshot], cloud: str, gpu_of: Callable[[s
     if not rows:
         raise RefreshError(f"no GPU rows in any vms.csv of the {cloud} snapshots")
     return tuple(rows), tuple(notes)
+
+
+def facts_of(rows: Iterable[InstanceType]) -> dict[str, InstanceType]:
+    """Instance type -> a row with its GPU, vCPUs and memory (the same in every region): the first."""
+    facts: dict[str, InstanceType] = {}
+    for row in rows:
+        facts.setdefault(row.name, row)
+    return facts

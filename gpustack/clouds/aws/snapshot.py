@@ -1,21 +1,38 @@
-"""AWS rows for `make catalog`, from SkyPilot's AWS catalog (skypilot-org/skypilot-catalog
-`catalogs/v8/aws/vms.csv`: one row per instance type and availability zone, built by SkyPilot's CI from
-the AWS Price List API and the EC2 spot price history).
+"""AWS rows for `make catalog`, from three kinds of snapshot (each in the source's own format):
 
-The rules the bundled rows have always followed: on-demand is the region's price; spot is the lowest
-zone price of the region, leaving out AWS Local Zones and Wavelength Zones (zone ids with a location
-part, `use1-atl2-az1`, `usw2-lax1-az1`: not where a region's node groups run by default) and zone rows
-whose spot price equals the on-demand price (placeholders). The instance facts (vCPUs, memory, GPU
-model and count) are the source's own.
+- SkyPilot's AWS catalog (skypilot-org/skypilot-catalog `catalogs/v8/aws/vms.csv`: one row per instance
+  type and availability zone, from the AWS Price List API and the EC2 spot price history). On-demand is
+  the region's price; spot is the lowest zone price of the region, leaving out Local and Wavelength
+  Zones (zone ids with a location part, `use1-atl2-az1`, `usw2-lax1-az1`) and zone rows whose spot price
+  equals the on-demand price (placeholders). Facts (vCPUs, memory, GPUs) are the source's own.
+- A vantage-derived GPU table (`all_gpu_instances.js`: per instance type its GPU, count, vCPUs, memory
+  and an on-demand price per region; no spot). Only region names proper are read (Local and Wavelength
+  Zones such as `eu-west-3-wl1-cmn1` are not), and only whole NVIDIA GPUs the catalog has a model for.
+- Karpenter's generated AWS table (aws/karpenter-provider-aws
+  `pkg/providers/pricing/zz_generated.pricing_aws.go`: on-demand for us-east-1 only). Its types take
+  their facts from the other snapshots or the bundled rows.
+
+Per region and type the newest source's row is taken, with one exception: a row without a spot price
+does not replace an older row that has one when the two on-demand prices agree within 5% (the newer
+source confirms the price and adds nothing; the row keeps its own, older date). Bundled rows of a source
+with no snapshot here are candidates too, so a rebuild from on-demand tables keeps the spot prices it
+cannot replace. Every on-demand disagreement over 5% is reported with the row kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import json
+import re
+from collections.abc import Callable, Sequence
 
-from gpustack.catalog.refresh import FeedResult
+from gpustack.catalog.feeds import RefreshError
+from gpustack.catalog.refresh import MOVE_THRESHOLD, FeedResult
 from gpustack.catalog.rows import InstanceType
-from gpustack.catalog.snapshots import Priced, Snapshot, skypilot_rows
+from gpustack.catalog.snapshots import Priced, Snapshot, facts_of, karpenter_prices, skypilot_rows
+
+VANTAGE_TABLE = "all_gpu_instances.js"
+KARPENTER_TABLE = "zz_generated.pricing_aws.go"
+REGION_PROPER = re.compile(r"[a-z]{2}(-gov)?-[a-z]+-\d")  # us-east-1, not us-east-1-atl-2a or eu-west-3-wl1-cmn1
 
 
 def regional_zone(zone: str) -> bool:
@@ -27,7 +44,122 @@ def _note(priced: Priced) -> str:
     return f"spot from the one zone the source lists ({priced.spot_zones[0]})" if len(priced.spot_zones) == 1 else ""
 
 
-def rebuild(snapshots: Sequence[Snapshot], facts: Mapping[str, InstanceType],
+def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
             gpu_of: Callable[[str], str | None]) -> FeedResult:
-    del facts  # the source lists machines as well as prices
-    return FeedResult(*skypilot_rows(snapshots, "aws", gpu_of, regional_zone, _note))
+    candidates: list[InstanceType] = []
+    notes: list[str] = []
+    if any(snap.files("vms.csv") for snap in snapshots):
+        rows, found = skypilot_rows(snapshots, "aws", gpu_of, regional_zone, _note)
+        candidates += rows
+        notes += found
+    facts = facts_of(candidates)
+    for snap in snapshots:
+        for path in snap.files(VANTAGE_TABLE):
+            listed, said = _vantage_rows(snap, snap.text(path), str(path), gpu_of)
+            candidates += listed
+            notes += [f"{snap.key}: {note}" for note in said]
+            facts = {**facts_of(listed), **facts}
+    facts = {**facts_of(known), **facts}
+    for snap in snapshots:
+        for path in snap.files(KARPENTER_TABLE):
+            generated, tables = karpenter_prices(snap.text(path), str(path))
+            if generated != snap.as_of:
+                raise RefreshError(f"{path} was generated on {generated}, but sources.yaml gives {snap.key} as_of "
+                                   f"{snap.as_of}: update sources.yaml (commit and as_of) first")
+            for region, prices in sorted(tables.items()):
+                for name, price in sorted(prices.items()):
+                    fact = facts.get(name)
+                    if fact is not None and price > 0:
+                        candidates.append(InstanceType(
+                            cloud="aws", region=region, name=name, gpu=fact.gpu, gpus=fact.gpus, vcpus=fact.vcpus,
+                            memory_gib=fact.memory_gib, on_demand=price, spot=None, source=snap.key, note="",
+                            as_of=snap.as_of))
+    given = {snap.key for snap in snapshots}
+    carried = [row for row in known if row.source not in given]
+    if not candidates:
+        raise RefreshError("no GPU rows in the AWS snapshots")
+    picked, kept = _pick(carried + candidates)
+    if carried:
+        sources = sorted({row.source for row in carried})
+        notes.append(f"bundled rows of {', '.join(sources)} (no snapshot given) are candidates with the rest")
+    return FeedResult(picked, tuple(notes + kept))
+
+
+def _pick(candidates: Sequence[InstanceType]) -> tuple[tuple[InstanceType, ...], list[str]]:
+    """Per region and type, the row to keep (see the module's rule), and what was said about it."""
+    grouped: dict[tuple[str, str], list[InstanceType]] = {}
+    for row in candidates:
+        grouped.setdefault((row.region, row.name), []).append(row)
+    rows, notes = [], []
+    for (region, name), options in sorted(grouped.items()):
+        options.sort(key=lambda r: (r.as_of, r.spot is not None), reverse=True)
+        newest = options[0]
+        chosen = newest
+        if newest.spot is None:
+            chosen = next((r for r in options if r.spot is not None and _agree(r.on_demand, newest.on_demand)), newest)
+        for other in options:
+            if not _agree(other.on_demand, chosen.on_demand):
+                notes.append(f"{region} {name}: {other.source} {other.on_demand:g} vs {chosen.source} "
+                             f"{chosen.on_demand:g} USD/h; kept {chosen.source}")
+        rows.append(chosen)
+    return tuple(rows), notes
+
+
+def _agree(a: float, b: float) -> bool:
+    return abs(a - b) <= MOVE_THRESHOLD * max(a, b)
+
+
+def _vantage_rows(snap: Snapshot, text: str, where: str, gpu_of: Callable[[str], str | None]
+                  ) -> tuple[list[InstanceType], list[str]]:
+    """The rows of a vantage-derived table: a JavaScript array literal of instance objects (JSON)."""
+    try:
+        items = json.loads(text[text.index("["): text.rindex("]") + 1])
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise RefreshError(f"{where}: not a JavaScript array of instance objects ({exc})") from None
+    rows, unknown, partial = [], set(), set()
+    for item in items:
+        try:
+            name, label, count = str(item["name"]), str(item["gpu"]), float(item["gpuCount"])
+            vcpus, memory = float(item["vcpu"]), float(str(item["memory"]).split()[0])
+            prices = dict(item["pricing"])
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise RefreshError(f"{where}: instance {item.get('name') if isinstance(item, dict) else item!r}: "
+                               f"{exc!r}") from None
+        if not label.startswith("NVIDIA "):
+            continue
+        model = _model(label, count, str(item.get("gpuMemory", "")))
+        gpu = gpu_of(model)
+        if gpu is None:
+            unknown.add(f"{model} ({name})" if model.endswith("?") else model)
+            continue
+        if count < 1 or count != int(count):
+            partial.add(name)
+            continue
+        for region, price in sorted(prices.items()):
+            on_demand = price.get("onDemand") if isinstance(price, dict) else None
+            if REGION_PROPER.fullmatch(region) and isinstance(on_demand, int | float) and on_demand > 0:
+                rows.append(InstanceType(
+                    cloud="aws", region=region, name=name, gpu=gpu, gpus=int(count), vcpus=vcpus, memory_gib=memory,
+                    on_demand=float(on_demand), spot=None, source=snap.key, note="", as_of=snap.as_of))
+    notes = []
+    if unknown:
+        notes.append(f"GPUs the catalog has no model for (left out): {', '.join(sorted(unknown))}")
+    if partial:
+        notes.append(f"fractional-GPU types (left out): {', '.join(sorted(partial))}")
+    return rows, notes
+
+
+def _model(label: str, count: float, memory: str) -> str:
+    """The catalog's name for a table's GPU label ("NVIDIA A10G", "NVIDIA B200 Blackwell"). The table's
+    gpuMemory is per GPU or per instance depending on the row, so the A100 and V100 variants are told
+    apart by the per-GPU memory it implies."""
+    model = label.removeprefix("NVIDIA ").removesuffix(" Grace Blackwell").removesuffix(" Blackwell")
+    size = re.match(r"(\d+)", memory)
+    per_gpu = int(size.group(1)) if size else 0
+    if per_gpu > 80 and count >= 1:
+        per_gpu //= int(count)
+    if model == "A100":
+        return {40: "A100-40GB", 80: "A100-80GB"}.get(per_gpu, "A100-?")
+    if model == "V100" and per_gpu != 16:
+        return f"V100-{per_gpu}GB?"  # the catalog's V100 is the 16 GB part (p3dn's 32 GB is another)
+    return model.replace(" ", "-")  # "RTX PRO 6000" -> "RTX-PRO-6000"

@@ -23,16 +23,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.refresh import MOVE_THRESHOLD, FeedResult
 from gpustack.catalog.rows import InstanceType
-from gpustack.catalog.snapshots import Snapshot, karpenter_prices
+from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_prices
 from gpustack.clouds.azure.acceptance import SPOT_UNKNOWN
 
 KARPENTER_TABLE = "zz_generated.pricing.go"
 RADAR_FILES = "vm-*.json"
 
 
-def rebuild(snapshots: Sequence[Snapshot], facts: Mapping[str, InstanceType],
+def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
             gpu_of: Callable[[str], str | None]) -> FeedResult:
     del gpu_of  # the price tables name sizes, not GPUs: facts come from the known rows
+    facts = facts_of(known)
     tables: list[tuple[Snapshot, dict[str, dict[str, float]]]] = []
     radar: list[tuple[Snapshot, dict[str, dict[str, tuple[float, float | None]]]]] = []
     notes: list[str] = []

@@ -9,7 +9,7 @@ by the 50% rule of `spot_rules.yaml`, and bare metal cannot be preemptible (the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 
 from gpustack.catalog.refresh import FeedResult
 from gpustack.catalog.rows import InstanceType
@@ -19,7 +19,7 @@ GLOBAL_PRICE = ("global OCI list price; source lists every shape in every region
                 "regional availability")
 
 
-def rebuild(snapshots: Sequence[Snapshot], facts: Mapping[str, InstanceType],
+def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
             gpu_of: Callable[[str], str | None]) -> FeedResult:
-    del facts  # the source lists machines as well as prices
+    del known  # the source lists machines as well as prices
     return FeedResult(*skypilot_rows(snapshots, "oci", gpu_of, lambda zone: True, lambda priced: GLOBAL_PRICE))
