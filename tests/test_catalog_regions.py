@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from conftest import spec_text
+import datetime
+
+from conftest import EXAMPLE, spec_text
 from gpustack.catalog import Catalog, load_catalog
+from gpustack.catalog.freshness import stale_message
 from gpustack.plan import build_plan
-from gpustack.spec import load_text
+from gpustack.spec import load_spec, load_text
 
 # One A10G training job and an A10G service of 1 to 3 replicas with 4 CPUs and 16 GiB, in eu-west-1.
 EU_WEST_1 = [{"name": "train", "kind": "training", "gpu": "A10G", "gpus": 1, "replicas": 1},
@@ -36,3 +39,21 @@ def test_without_the_middle_sizes_the_same_spec_costs_more_than_its_baseline():
     target = eu_west_1_plan(short)
     assert "g5.2xlarge" not in {p.instance_type for p in target.pools}
     assert target.cost.planned_monthly_usd > target.cost.baseline_monthly_usd  # the gap the complete family closes
+
+
+TODAY = datetime.date(2026, 12, 1)
+
+
+def test_the_price_age_counts_from_the_rows_a_plan_uses():
+    # us-east-1 holds rows of three dates; a pool on a 2026-07-20 row is current, one on a 2025-11 row is not
+    fresh = spec_text([{"name": "viz", "kind": "training", "gpu": "RTX-PRO-6000", "gpus": 1, "replicas": 1}], ("aws",))
+    old = spec_text([{"name": "ml", "kind": "training", "gpu": "A10G", "gpus": 1, "replicas": 1}], ("aws",))
+    [new_target] = build_plan(load_text(fresh, "spec.yaml")).targets
+    [old_target] = build_plan(load_text(old, "spec.yaml")).targets
+    assert new_target.prices_as_of == "2026-07-20" and stale_message(new_target.prices_as_of, TODAY) is None
+    assert old_target.prices_as_of == "2025-11" and "395 days old" in (stale_message(old_target.prices_as_of, TODAY) or "")
+
+
+def test_the_bundled_examples_azure_target_is_quiet_about_price_age_today():
+    [azure] = [t for t in build_plan(load_spec(EXAMPLE)).targets if t.cloud == "azure"]
+    assert azure.prices_as_of.startswith("2026-06-18") and stale_message(azure.prices_as_of, TODAY) is None

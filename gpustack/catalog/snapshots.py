@@ -71,6 +71,18 @@ def karpenter_prices(text: str, where: str) -> tuple[str, dict[str, dict[str, fl
     return generated.group(1), tables
 
 
+def karpenter_tables(snap: Snapshot, name: str) -> list[dict[str, dict[str, float]]]:
+    """The Karpenter price tables named `name` in `snap`, each checked to be of the day sources.yaml gives."""
+    tables = []
+    for path in snap.files(name):
+        generated, table = karpenter_prices(snap.text(path), str(path))
+        if generated != snap.as_of:
+            raise RefreshError(f"{path} was generated on {generated}, but sources.yaml gives {snap.key} as_of "
+                               f"{snap.as_of}: update sources.yaml (commit and as_of) first")
+        tables.append(table)
+    return tables
+
+
 @dataclasses.dataclass(frozen=True)
 class VmRow:
     """One row of a SkyPilot vms.csv: an instance type in one zone (GPU rows only are kept)."""
@@ -123,23 +135,11 @@ def _number(text: str | None) -> float | None:
 SKYPILOT_GPU_NAMES = {"A100": "A100-40GB"}
 
 
-@dataclasses.dataclass(frozen=True)
-class Priced:
-    """An instance type in a region, as a SkyPilot catalog gives it, before it becomes a catalog row."""
-
-    region: str
-    instance_type: str
-    gpu: str
-    gpus: int
-    vcpus: float
-    memory_gib: float
-    on_demand: float
-    spot: float | None
-    spot_zones: tuple[str, ...]  # the zones whose price the spot figure is (the lowest of them)
+Priced = tuple[InstanceType, tuple[str, ...]]  # a row and the zones its spot figure is from (the lowest)
 
 
-def skypilot_priced(rows: Sequence[VmRow], gpu_of: Callable[[str], str | None],
-                    spot_zone: Callable[[str], bool]) -> tuple[tuple[Priced, ...], tuple[str, ...]]:
+def skypilot_priced(rows: Sequence[VmRow], gpu_of: Callable[[str], str | None], spot_zone: Callable[[str], bool],
+                    cloud: str, snap: Snapshot) -> tuple[tuple[Priced, ...], tuple[str, ...]]:
     """One entry per (region, instance type) of NVIDIA GPU rows the catalog knows the GPU of, and notes.
 
     On-demand is the region's price (the lowest, should zones differ); spot is the lowest zone price
@@ -157,7 +157,7 @@ def skypilot_priced(rows: Sequence[VmRow], gpu_of: Callable[[str], str | None],
             partial.add(row.instance_type)
             continue
         grouped.setdefault((row.region, row.instance_type), []).append(row)
-    out = []
+    out: list[Priced] = []
     unpriced = set()
     for (region, name), zones in sorted(grouped.items()):
         prices = [z.price for z in zones if z.price]
@@ -170,8 +170,10 @@ def skypilot_priced(rows: Sequence[VmRow], gpu_of: Callable[[str], str | None],
         first = zones[0]
         gpu = gpu_of(SKYPILOT_GPU_NAMES.get(first.accelerator, first.accelerator))
         assert gpu is not None
-        out.append(Priced(region, name, gpu, int(first.count), first.vcpus, first.memory_gib, on_demand,
-                          spots[0][0] if spots else None, tuple(zone for _, zone in spots)))
+        priced = InstanceType(cloud=cloud, region=region, name=name, gpu=gpu, gpus=int(first.count),
+                              vcpus=first.vcpus, memory_gib=first.memory_gib, on_demand=on_demand,
+                              spot=spots[0][0] if spots else None, source=snap.key, note="", as_of=snap.as_of)
+        out.append((priced, tuple(zone for _, zone in spots)))
     notes = []
     if unknown:
         notes.append(f"accelerators the catalog has no GPU model for (left out): {', '.join(sorted(unknown))}")
@@ -183,7 +185,7 @@ def skypilot_priced(rows: Sequence[VmRow], gpu_of: Callable[[str], str | None],
 
 
 def skypilot_rows(snapshots: Sequence[Snapshot], cloud: str, gpu_of: Callable[[str], str | None],
-                  spot_zone: Callable[[str], bool], note_of: Callable[[Priced], str] = lambda p: ""
+                  spot_zone: Callable[[str], bool], note_of: Callable[[tuple[str, ...]], str] = lambda zones: ""
                   ) -> tuple[tuple[InstanceType, ...], tuple[str, ...]]:
     """The catalog rows of every `vms.csv` among `snapshots` (the newest snapshot wins a region and type)."""
     rows: list[InstanceType] = []
@@ -191,16 +193,12 @@ def skypilot_rows(snapshots: Sequence[Snapshot], cloud: str, gpu_of: Callable[[s
     seen: set[tuple[str, str]] = set()
     for snap in sorted(snapshots, key=lambda s: s.as_of, reverse=True):
         for path in snap.files("vms.csv"):
-            priced, found = skypilot_priced(skypilot_vms(snap.text(path), str(path)), gpu_of, spot_zone)
+            priced, found = skypilot_priced(skypilot_vms(snap.text(path), str(path)), gpu_of, spot_zone, cloud, snap)
             notes += [f"{snap.key}: {note}" for note in found]
-            for p in priced:
-                if (p.region, p.instance_type) in seen:
-                    continue
-                seen.add((p.region, p.instance_type))
-                rows.append(InstanceType(
-                    cloud=cloud, region=p.region, name=p.instance_type, gpu=p.gpu, gpus=p.gpus, vcpus=p.vcpus,
-                    memory_gib=p.memory_gib, on_demand=p.on_demand, spot=p.spot, source=snap.key, note=note_of(p),
-                    as_of=snap.as_of))
+            for row, zones in priced:
+                if (row.region, row.name) not in seen:
+                    seen.add((row.region, row.name))
+                    rows.append(dataclasses.replace(row, note=note_of(zones)))
     if not rows:
         raise RefreshError(f"no GPU rows in any vms.csv of the {cloud} snapshots")
     return tuple(rows), tuple(notes)

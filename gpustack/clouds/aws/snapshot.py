@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.refresh import MOVE_THRESHOLD, FeedResult
 from gpustack.catalog.rows import InstanceType
-from gpustack.catalog.snapshots import Priced, Snapshot, facts_of, karpenter_prices, skypilot_rows
+from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_tables, skypilot_rows
 
 VANTAGE_TABLE = "all_gpu_instances.js"
 KARPENTER_TABLE = "zz_generated.pricing_aws.go"
@@ -40,8 +40,8 @@ def regional_zone(zone: str) -> bool:
     return zone.count("-") == 1
 
 
-def _note(priced: Priced) -> str:
-    return f"spot from the one zone the source lists ({priced.spot_zones[0]})" if len(priced.spot_zones) == 1 else ""
+def _note(spot_zones: tuple[str, ...]) -> str:
+    return f"spot from the one zone the source lists ({spot_zones[0]})" if len(spot_zones) == 1 else ""
 
 
 def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
@@ -61,11 +61,7 @@ def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
             facts = {**facts_of(listed), **facts}
     facts = {**facts_of(known), **facts}
     for snap in snapshots:
-        for path in snap.files(KARPENTER_TABLE):
-            generated, tables = karpenter_prices(snap.text(path), str(path))
-            if generated != snap.as_of:
-                raise RefreshError(f"{path} was generated on {generated}, but sources.yaml gives {snap.key} as_of "
-                                   f"{snap.as_of}: update sources.yaml (commit and as_of) first")
+        for tables in karpenter_tables(snap, KARPENTER_TABLE):
             for region, prices in sorted(tables.items()):
                 for name, price in sorted(prices.items()):
                     fact = facts.get(name)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.refresh import MOVE_THRESHOLD, FeedResult
 from gpustack.catalog.rows import InstanceType
-from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_prices
+from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_tables
 from gpustack.clouds.azure.acceptance import SPOT_UNKNOWN
 
 KARPENTER_TABLE = "zz_generated.pricing.go"
@@ -38,12 +38,7 @@ def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
     radar: list[tuple[Snapshot, dict[str, dict[str, tuple[float, float | None]]]]] = []
     notes: list[str] = []
     for snap in snapshots:
-        for path in snap.files(KARPENTER_TABLE):
-            generated, table = karpenter_prices(snap.text(path), str(path))
-            if generated != snap.as_of:
-                raise RefreshError(f"{path} was generated on {generated}, but sources.yaml gives {snap.key} as_of "
-                                   f"{snap.as_of}: update sources.yaml (commit and as_of) first")
-            tables.append((snap, table))
+        tables += [(snap, table) for table in karpenter_tables(snap, KARPENTER_TABLE)]
     if not tables:
         raise RefreshError(f"no {KARPENTER_TABLE} among the Azure snapshots: it lists every region's prices")
     on_demand_source, on_demand = max(tables, key=lambda t: t[0].as_of)
