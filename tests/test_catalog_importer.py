@@ -57,7 +57,10 @@ def test_azure_takes_the_newer_snapshot_where_two_overlap_and_marks_spot_unknown
     assert east["note"] == "no Spot price in the sources for this region"
     assert (east["gpu"], east["vcpus"], east["memory_gib"]) == ("T4", "8", "56")  # the bundled facts
     assert ("eastus", "Standard_D2s_v5") not in rows
-    assert "without instance facts in the catalog (left out): Standard_ND96isr_H200_v5" in out
+    assert "without instance facts in the catalog (left out): Standard_NC8ads_A10_v4" in out
+    h200 = rows[("eastus", "Standard_ND96isr_H200_v5")]  # a size no bundled row has: facts sourced in the bundle
+    assert (h200["gpu"], h200["gpus"], h200["vcpus"], h200["memory_gib"]) == ("H200", "8", "96", "1850")
+    assert h200["note"].startswith("facts: microsoft/aspire")
 
 
 def test_every_rebuilt_row_is_dated_and_the_moves_are_printed(built):

@@ -27,6 +27,13 @@ from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_tables
 from gpustack.clouds.azure.acceptance import SPOT_UNKNOWN
 
 KARPENTER_TABLE = "zz_generated.pricing.go"
+# Sizes the bundled rows do not have yet: (GPU model, GPUs, vCPUs, GiB). Counts from microsoft/aspire
+# src/Aspire.Hosting.Azure.Kubernetes/AksNodeVmSizes.Generated.cs @ 6e81adea (2026-06-23, generated from
+# Azure Resource SKUs): "Standard_ND96isr_H200_v5 — 96 vCPUs — 1850 GB RAM — 8 GPU(s)"; the GPU model is
+# the series' (ND H200 v5). Azure's "GB" of VM memory are GiB.
+NEW_SIZES = {"Standard_ND96isr_H200_v5": ("H200", 8, 96.0, 1850.0)}
+NEW_SIZES_SOURCE = "microsoft/aspire AksNodeVmSizes.Generated.cs @ 6e81adea"
+PLACEHOLDER = "the source's Spot meter equals on-demand (a placeholder)"
 RADAR_FILES = "vm-*.json"
 
 
@@ -34,6 +41,10 @@ def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
             gpu_of: Callable[[str], str | None]) -> FeedResult:
     del gpu_of  # the price tables name sizes, not GPUs: facts come from the known rows
     facts = facts_of(known)
+    facts.update({name: InstanceType(cloud="azure", region="", name=name, gpu=gpu, gpus=gpus, vcpus=vcpus,
+                                     memory_gib=memory, on_demand=0.0, spot=None, source=NEW_SIZES_SOURCE,
+                                     note=f"facts: {NEW_SIZES_SOURCE}")
+                  for name, (gpu, gpus, vcpus, memory) in NEW_SIZES.items()})
     tables: list[tuple[Snapshot, dict[str, dict[str, float]]]] = []
     radar: list[tuple[Snapshot, dict[str, dict[str, tuple[float, float | None]]]]] = []
     notes: list[str] = []
@@ -64,8 +75,11 @@ def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
                 if _gpu_size(name):
                     unknown.add(name)
                 continue
+            placeholder = False
             if spot_source is not None and name in spot_sizes:
                 price, spot = spot_sizes[name]
+                if spot is not None and spot >= price:  # not a Spot price: what the meter shows without one
+                    spot, placeholder = None, True
                 if name in listed and abs(price - listed[name]) > MOVE_THRESHOLD * listed[name]:
                     notes.append(f"{region} {name}: {spot_source.key} {price:g} vs {on_demand_source.key} "
                                  f"{listed[name]:g} USD/h; kept {spot_source.key} (the newer)")
@@ -75,16 +89,19 @@ def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
             rows.append(InstanceType(
                 cloud="azure", region=region, name=name, gpu=fact.gpu, gpus=fact.gpus, vcpus=fact.vcpus,
                 memory_gib=fact.memory_gib, on_demand=price, spot=spot, source=source.key,
-                note=_note(fact, spot, spot_listed=source is spot_source), as_of=source.as_of))
+                note=_note(fact, spot, spot_listed=source is spot_source and not placeholder, placeholder=placeholder),
+                as_of=source.as_of))
     if unknown:
         notes.append(f"GPU sizes priced but without instance facts in the catalog (left out): {', '.join(sorted(unknown))}")
     return FeedResult(tuple(rows), tuple(notes))
 
 
-def _note(fact: InstanceType, spot: float | None, spot_listed: bool) -> str:
-    """The row's note: corrected facts, and why it has no Spot price (none sold, or none known)."""
+def _note(fact: InstanceType, spot: float | None, spot_listed: bool, placeholder: bool = False) -> str:
+    """The row's note: where its facts come from, and why it has no Spot price (none sold, or none known)."""
     parts = ["facts corrected: see corrections.yaml"] if "corrections.yaml" in fact.note else []
+    parts += [fact.note] if fact.note.startswith("facts: ") else []
     if spot is None:
+        parts += [PLACEHOLDER] if placeholder else []
         parts.append("no Spot meter in the source" if spot_listed else SPOT_UNKNOWN)
     return "; ".join(parts)
 
