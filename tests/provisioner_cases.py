@@ -192,3 +192,54 @@ def guardrail_findings(target: str, pool_views: list[Any]) -> tuple[list[Any], s
 
     found = evaluate({target: pool_views}, settings())
     return [v for v in found if v.level == "mandatory"], {v.rule for v in found}
+
+
+def _node_pool_of(node_pools: Sequence[Mapping[str, Any]], pool: Any) -> Mapping[str, Any]:
+    [found] = [o for o in node_pools if o["metadata"]["name"] == pool.cloud_name]
+    return found
+
+
+def _node_class_of(node_classes: Mapping[str, Mapping[str, Any]], node_pool: Mapping[str, Any]) -> Mapping[str, Any]:
+    return node_classes[node_pool["spec"]["template"]["spec"]["nodeClassRef"]["name"]]
+
+
+def pod_of(planned: TargetPlan, pool: Any) -> Any:
+    """The pod request of a workload the pool carries."""
+    return next(r for r in planned.pod_requests if pool.name in r.pools)
+
+
+def assert_every_nodepool_launches_its_maximum(planned: TargetPlan, node_pools: Sequence[Mapping[str, Any]],
+                                               rows: Mapping[str, Any], overlays: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Under Karpenter's limit rule (with and without the overlays read), each NodePool launches exactly the
+    pool's planned maximum, a reserved floor as many nodes as its reservation holds."""
+    for pool in planned.pools:
+        node_pool = _node_pool_of(node_pools, pool)
+        request = pod_of(planned, pool)
+        room = pool.reserved_nodes or None
+        for read in ({True, False} if overlays else {False}):
+            launched = sim.launchable(pod(request), node_pool, rows, overlays if read else (), reservation_room=room)
+            if read or not any(n.startswith("nvidia.com/mig-") for n, _ in request.resources):
+                assert launched == pool.max_nodes, (pool.name, read, launched, node_pool["spec"]["limits"])
+
+
+def assert_floors_and_unprotected_training_keep_their_nodes(planned: TargetPlan, node_pools: Sequence[Mapping[str, Any]],
+                                                           node_classes: Mapping[str, Mapping[str, Any]],
+                                                           rows: Mapping[str, Any]) -> set[str]:
+    """Through a new image, a Kubernetes upgrade and an expiry: every node of a floor keeps serving, and no node
+    of training that cannot resume is disrupted while its pods run. The pools checked."""
+    checked = set()
+    for pool in planned.pools:
+        request = pod_of(planned, pool)
+        unprotected = pool.kind in ("training", "fine-tuning") and not request.checkpointing
+        if pool.role != "floor" and not unprotected:
+            continue
+        node_pool = _node_pool_of(node_pools, pool)
+        nodes = max(pool.min_nodes, 1)
+        for event in ("ami", "upgrade", "expiry"):
+            kept, why = sim.day_two(event, node_pool, _node_class_of(node_classes, node_pool), pod(request), rows,
+                                    nodes, 0 if pool.reserved_nodes else None, dict(request.annotations))
+            assert kept == nodes, (pool.name, event, why)
+            if unprotected:
+                assert "not disrupted" in why or "never expires" in why or "pins" in why, (pool.name, event, why)
+        checked.add(pool.name)
+    return checked

@@ -15,6 +15,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed
 from gpustack.clouds.azure import acceptance
 from gpustack.clouds.base import Cloud, ExampleTarget, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
+from gpustack.clouds.kubelet import KubeletReservation
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -81,6 +82,19 @@ MAX_TAGS = 50
 GPU_LABEL = "kubernetes.azure.com/accelerator"
 GPU_LABEL_VALUE = "nvidia"
 
+# What the AKS node image keeps of a node (https://learn.microsoft.com/en-us/azure/aks/node-resource-reservations,
+# "CPU reservations" and "Memory reservations", AKS 1.29 and later): kube-reserved CPU by a table of core counts
+# (60, 100, 140, 180, 260, 420, 740 millicores for 1-64 cores; a node between two counts takes the larger
+# count's, above 64 the last); kube-reserved memory the lesser of 20 MB x max pods + 50 MB and 25% of the
+# node's memory; eviction at memory.available < 100Mi. Max pods is the cluster's: gpustack assumes the
+# largest default (250, Azure CNI Overlay: https://learn.microsoft.com/en-us/azure/aks/azure-cni-overlay), so
+# the reservation is never under-counted.
+AKS_MAX_PODS = 250
+KUBELET_RESERVATION = KubeletReservation(
+    cpu_tiers=(), cpu_steps=((1, 0.06), (2, 0.1), (4, 0.14), (8, 0.18), (16, 0.26), (32, 0.42), (64, 0.74)),
+    memory_mib_per_pod=20, memory_mib_base=50, default_max_pods=AKS_MAX_PODS, memory_cap_fraction=0.25,
+    source="https://learn.microsoft.com/en-us/azure/aks/node-resource-reservations")
+
 
 def gpu_instance_profile(shape_key: str) -> str | None:
     """MIG1g ... MIG7g for a generic profile shape (1g, 2g, ...); None when AKS has no such value."""
@@ -106,6 +120,7 @@ def agent_pool_enums(pool: Pool) -> dict[str, str | None]:
 @CLOUDS.register
 class AKS(Cloud):
     name = "azure"
+    kubelet_reservation = KUBELET_RESERVATION
     aliases = ("aks",)
     display_name = "AKS"
     # The generated preview job logs in as a Reader identity by OIDC (a federated credential whose
