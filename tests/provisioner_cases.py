@@ -243,3 +243,21 @@ def assert_floors_and_unprotected_training_keep_their_nodes(planned: TargetPlan,
                 assert "not disrupted" in why or "never expires" in why or "pins" in why, (pool.name, event, why)
         checked.add(pool.name)
     return checked
+
+
+def patched_objects(planned: TargetPlan) -> dict[str, dict[str, Any]]:
+    """Each workload's bare object with its `gpustack render --workloads` patch merged, by workload."""
+    from gpustack.render.workloads import patch, wirings
+    from strategic_merge import merge, plain_object
+
+    return {w.workload: merge(plain_object(w.kind, w.workload, w.namespace), patch(w)) for w in wirings(planned)}
+
+
+def manifest_findings(planned: TargetPlan, objects: list[dict[str, Any]]) -> list[Any]:
+    """What `gpustack check --manifests` finds in `objects`, written as one YAML file."""
+    import yaml
+
+    from gpustack.guardrails.manifests import check
+    from gpustack.spec.yamlsource import parse_all
+
+    return list(check(planned, parse_all(yaml.safe_dump_all(objects, sort_keys=False), "team.yaml")))

@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+import provisioner_cases as cases
 from cloudsim import compute_class as sim
 from cloudsim.kube import Pod, quantity
 from conftest import assert_golden, assert_golden_folder, compute_class_example_text
@@ -264,19 +265,11 @@ def test_program_resources_match_golden(declared):
 
 # -- workloads wired to their class, and checked ----------------------------------------------------
 def _patched() -> dict[str, dict]:
-    from gpustack.render.workloads import patch, wirings
-    from strategic_merge import merge, plain_object
-
-    return {w.workload: merge(plain_object(w.kind, w.workload, w.namespace), patch(w)) for w in wirings(PLANNED)}
+    return cases.patched_objects(PLANNED)
 
 
 def _manifest_findings(objects: list[dict]):  # type: ignore[no-untyped-def]
-    import yaml
-
-    from gpustack.guardrails.manifests import check
-    from gpustack.spec.yamlsource import parse_all
-
-    return check(PLANNED, parse_all(yaml.safe_dump_all(objects, sort_keys=False), "team.yaml"))
+    return cases.manifest_findings(PLANNED, objects)
 
 
 def test_render_workloads_patches_select_the_class_and_pass_check_manifests():

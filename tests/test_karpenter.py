@@ -403,3 +403,22 @@ def test_unprotected_training_pods_carry_do_not_disrupt_and_a_grace_period():
     kept, why = sim.day_two("upgrade", obj, node_class, cases.pod(request), ROWS, 1, None, dict(request.annotations))
     assert kept == 1 and "do-not-disrupt" in why
     assert "do-not-disrupt" not in sim.day_two("upgrade", obj, node_class, cases.pod(request), ROWS, 1, None)[1]
+
+
+def test_render_workloads_protects_unprotected_training_and_check_manifests_flags_its_absence():
+    from strategic_merge import pod_spec
+
+    patched = cases.patched_objects(PLANNED)
+    assert cases.manifest_findings(PLANNED, list(patched.values())) == []
+    job = patched["ranker-train"]
+    template = job["spec"]["template"]
+    assert template["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+    [ranker] = [r for r in PLANNED.pod_requests if r.workload == "ranker-train"]
+    assert pod_spec(job)["terminationGracePeriodSeconds"] == ranker.termination_grace_seconds
+    assert "annotations" not in patched["llm-finetune"]["spec"]["template"]["metadata"]  # it resumes: may move
+    del template["metadata"]["annotations"]
+    del pod_spec(job)["terminationGracePeriodSeconds"]
+    found = [f for f in cases.manifest_findings(PLANNED, list(patched.values())) if f.workload == "ranker-train"]
+    assert {f.level for f in found} == {"error", "warning"}
+    assert any("karpenter.sh/do-not-disrupt" in f.fix and f.path.endswith("annotations") for f in found)
+    assert any(f.path.endswith("terminationGracePeriodSeconds") for f in found)
