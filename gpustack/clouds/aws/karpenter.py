@@ -211,7 +211,8 @@ class Karpenter(KarpenterProvisioner):
     def target_notes(self) -> list[str]:
         return [f"Karpenter {RELEASE} provisions the pools: one NodePool and EC2NodeClass each, spot tried before "
                 f"on-demand by spec.weight; nodes follow the AMI alias {AMI_ALIAS}, so each new EKS AMI drifts them, "
-                f"replaced within each NodePool's disruption budgets ({NODECLASSES_DOC}); docs/karpenter.md says what "
+                f"replaced within each NodePool's disruption budgets ({NODECLASSES_DOC}), reserved floors excepted (their "
+                f"floor-upgrade warnings); docs/karpenter.md says what "
                 "the cluster needs (the controller, its IAM, the node role and the discovery tags)."]
 
 
