@@ -4,6 +4,7 @@ NodePools (tests/cloudsim/karpenter.py), the guardrails' views of the declared o
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -261,3 +262,22 @@ def manifest_findings(planned: TargetPlan, objects: list[dict[str, Any]]) -> lis
     from gpustack.spec.yamlsource import parse_all
 
     return list(check(planned, parse_all(yaml.safe_dump_all(objects, sort_keys=False), "team.yaml")))
+
+
+def assert_default_disruption_loses_or_strands_the_floors(planned: TargetPlan, node_pools: Sequence[Mapping[str, Any]],
+                                                          node_classes: Mapping[str, Mapping[str, Any]],
+                                                          rows: Mapping[str, Any]) -> None:
+    """What the floors' NodePools did before (a Drifted budget of 1, expireAfter 720h): an expiry drains every
+    floor node before any replacement exists, and a drift's replacement is refused (the node limit counts the
+    old node, the reservation is full), so the node stays drifted."""
+    floors = [p for p in planned.pools if p.reserved_nodes]
+    assert floors
+    for floor in floors:
+        before = copy.deepcopy(dict(_node_pool_of(node_pools, floor)))
+        before["spec"]["template"]["spec"]["expireAfter"] = "720h"
+        before["spec"]["disruption"]["budgets"][-1]["nodes"] = "1"
+        request = pod(pod_of(planned, floor))
+        node_class = _node_class_of(node_classes, before)
+        assert sim.day_two("expiry", before, node_class, request, rows, floor.reserved_nodes, 0)[0] == 0
+        kept, why = sim.day_two("upgrade", before, node_class, request, rows, floor.reserved_nodes, 0)
+        assert kept == floor.reserved_nodes and "refused" in why, (floor.name, why)

@@ -369,17 +369,7 @@ def test_floors_and_training_without_checkpoints_keep_their_nodes_through_drift_
     checked = cases.assert_floors_and_unprotected_training_keep_their_nodes(PLANNED, NODE_POOLS, NODE_CLASSES, ROWS)
     assert any(PLANNED.pool(n).role == "floor" for n in checked)
     assert any(PLANNED.pool(n).kind == "training" for n in checked)
-    # What the plan had before: a Drifted budget of 1 and expireAfter 720h. An expiry drains the floor's node
-    # before any replacement, and a drift's replacement finds the reservation full.
-    [floor] = [p for p in PLANNED.pools if p.reserved_nodes]
-    before = copy.deepcopy(node_pool(floor.name))
-    before["spec"]["template"]["spec"]["expireAfter"] = "720h"
-    before["spec"]["disruption"]["budgets"][-1]["nodes"] = "1"
-    request = cases.pod_of(PLANNED, floor)
-    node_class = NODE_CLASSES[floor.cloud_name]
-    assert sim.day_two("expiry", before, node_class, cases.pod(request), ROWS, floor.reserved_nodes, 0)[0] == 0
-    kept, why = sim.day_two("ami", before, node_class, cases.pod(request), ROWS, floor.reserved_nodes, 0)
-    assert kept == floor.reserved_nodes and "refused" in why
+    cases.assert_default_disruption_loses_or_strands_the_floors(PLANNED, NODE_POOLS, NODE_CLASSES, ROWS)
 
 
 def test_floors_have_no_upgrade_settings_and_a_warning_prices_the_headroom():

@@ -375,14 +375,5 @@ def test_the_floors_keep_their_nodes_through_a_new_image_an_upgrade_and_an_expir
         assert floor.name in checked and floor.upgrade is None
         obj = next(o for o in NODE_POOLS if o["metadata"]["name"] == floor.cloud_name)
         assert obj["spec"]["template"]["spec"]["expireAfter"] == "Never"
-        # Before: a Drifted budget of 1 and the default expiry. The replacement of a drifted floor node is refused
-        # (its node limit and the full reservation), and every 30 days expiry deleted the floor's nodes.
-        before = copy.deepcopy(obj)
-        before["spec"]["template"]["spec"]["expireAfter"] = "720h"
-        before["spec"]["disruption"]["budgets"][-1]["nodes"] = "1"
-        request = cases.pod_of(PLANNED, floor)
-        node_class = NODE_CLASSES[floor.cloud_name]
-        assert sim.day_two("expiry", before, node_class, cases.pod(request), ROWS, floor.reserved_nodes, 0)[0] == 0
-        kept, why = sim.day_two("upgrade", before, node_class, cases.pod(request), ROWS, floor.reserved_nodes, 0)
-        assert kept == floor.reserved_nodes and "refused" in why
         assert any(w.code == "floor-upgrade" and w.pool == floor.name for w in PLANNED.warnings)
+    cases.assert_default_disruption_loses_or_strands_the_floors(PLANNED, NODE_POOLS, NODE_CLASSES, ROWS)
