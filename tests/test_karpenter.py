@@ -381,6 +381,9 @@ def test_floors_have_no_upgrade_settings_and_a_warning_prices_the_headroom():
 
 
 def test_unprotected_training_pods_carry_do_not_disrupt_and_a_grace_period():
+    [ranker_json] = [r for r in PLAN.to_dict()["targets"][0]["pod_requests"] if r["workload"] == "ranker-train"]
+    assert ranker_json["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+    assert ranker_json["termination_grace_period_seconds"] == 600
     for request in PLANNED.pod_requests:
         unprotected = request.kind in ("training", "fine-tuning") and not request.checkpointing
         assert (("karpenter.sh/do-not-disrupt", "true") in request.annotations) == unprotected, request.workload

@@ -5,8 +5,10 @@ template), else by name and namespace (an object without a namespace takes the o
 matches by name). Its pod template must then land on the workload's pools and on no other: tolerate every
 taint of its pools, select only its pools (nodeSelector / required node affinity, the scheduler's rules:
 https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/), request the extended resource
-its sharing mode needs and no more than one node of its pools offers, and carry the checkpointing label
-where a pool is spot. GPU-requesting objects that match no workload are reported as warnings.
+its sharing mode needs and no more than one node of its pools offers, carry the checkpointing label
+where a pool is spot, and the annotations and grace period the provisioner needs (the plan's pod request:
+Karpenter's karpenter.sh/do-not-disrupt on training that cannot resume). GPU-requesting objects that match
+no workload are reported as warnings.
 """
 
 from __future__ import annotations
