@@ -397,7 +397,8 @@ class KarpenterProvisioner(Provisioner):
                 "floor's Drifted budget to 0 and expireAfter: Never, so its nodes keep serving through a new image, a "
                 "Kubernetes upgrade or a NodePool change, drifted, until you replace them: delete one NodeClaim at a "
                 "time (its pods move to the node that then launches into the freed reservation, the floor one node short "
-                f"meanwhile), or grow the reservation by one node while replacing (${headroom:,.2f} a month); the plan "
+                f"meanwhile), or grow the reservation by one node while replacing (${pool.price.usd_per_node_hour:,.2f} an "
+                f"hour, ${headroom:,.2f} a month); the plan "
                 "has no upgrade settings for it")
 
     def pod_protection(self, kind: str, checkpointing: bool) -> tuple[tuple[tuple[str, str], ...], int | None]:

@@ -159,7 +159,8 @@ class ComputeClasses(Provisioner):
                 f"docs/how-to/node-upgrades-quota), so in a reservation of exactly {pool.reserved_nodes} node(s) a surge "
                 "upgrade fails and is retried; set the cluster's auto-provisioning upgrade settings to maxSurge 0, "
                 "maxUnavailable 1 (Terraform google_container_cluster cluster_autoscaling.auto_provisioning_defaults."
-                f"upgrade_settings), or reserve one node more (${headroom:,.2f} a month); the plan has no upgrade settings "
+                f"upgrade_settings), or reserve one node more (${pool.price.usd_per_node_hour:,.2f} an hour, ${headroom:,.2f} "
+                "a month); the plan has no upgrade settings "
                 "for it")
 
     def compile(self, pool: Pool, target: Target) -> ClassPool:
