@@ -44,6 +44,24 @@ def test_aws_spot_is_the_lowest_regional_zone_price_without_placeholders_or_loca
     assert "types with no on-demand price in the source (left out): p5e.48xlarge" in out
 
 
+def test_gcp_rows_are_priced_machines_in_the_regions_compute_engine_lists_them_in(built):
+    data, out = built
+    rows = rows_of(data / "gcp.csv")
+    g2 = rows[("us-central1", "g2-standard-4")]
+    assert (g2["gpu"], g2["gpus"], g2["vcpus"], g2["memory_gib"], g2["source"], g2["as_of"]) == (
+        "L4", "1", "4", "16", "cyclenerd-gcp-pricing-2026-07", "2026-07-30")
+    assert (g2["on_demand_usd"], g2["spot_usd"]) == ("0.70683", "0.39734")  # hour and hour_spot, rounded to 5 decimals
+    assert ("africa-south1", "g2-standard-4") not in rows  # priced there, but not offered there
+    assert rows[("europe-west4", "g2-standard-8")]["spot_usd"] == ""  # a spot figure equal to on-demand
+    a3 = rows[("us-east4", "a3-highgpu-8g")]
+    assert (a3["gpu"], a3["gpus"], a3["memory_gib"]) == ("H100", "8", "1872")
+    assert ("us-central1", "g4-standard-48") not in rows and "cannot plan on GKE (left out): g4-standard-12" in out
+    # n1 + T4 is not priced by the snapshot: the bundled rows stay, with their own source and date
+    t4 = rows[("us-central1", "n1-standard-4")]
+    assert (t4["gpu"], t4["source"], t4["as_of"]) == ("T4", "skypilot-gcp-v8", "2025-09")
+    assert "bundled rows kept" in out and "n1-standard-4" in out
+
+
 def test_azure_takes_the_newer_snapshot_where_two_overlap_and_marks_spot_unknown_elsewhere(built):
     data, out = built
     rows = rows_of(data / "azure.csv")
@@ -68,8 +86,7 @@ def test_every_rebuilt_row_is_dated_and_the_moves_are_printed(built):
     assert "+ aws eu-west-1 g5.2xlarge" not in out  # the bundled catalog has it already
     assert "- oci us-ashburn-1 BM.GPU.H100.8 (was on-demand" in out  # not in the fixture's OCI snapshot
     assert "+ oci eu-frankfurt-1 VM.GPU3.1" not in out and "oci: wrote oci.csv: 3 rows in 2 regions" in out
-    assert "gcp: its bundle reads no snapshots; gcp.csv is left as it is" in out
-    assert not (data / "gcp.csv").exists()
+    assert "gcp: its bundle reads no snapshots" not in out and "gcp: wrote gcp.csv" in out
     for name in ("aws.csv", "azure.csv", "oci.csv"):
         assert all(r["as_of"] and r["source"] for r in rows_of(data / name).values())
 
