@@ -12,6 +12,8 @@ import pytest
 
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.importer import main, rebuild
+from gpustack.catalog.rows import InstanceType
+from gpustack.clouds.aws.snapshot import _pick
 
 SOURCES = Path(__file__).parent / "fixtures" / "catalog_sources"
 
@@ -120,3 +122,21 @@ def test_the_command_says_what_is_wrong_and_exits_2(tmp_path, capsys):
     assert "no such folder" in capsys.readouterr().err
     assert main([str(SOURCES), "--check", "--data", str(tmp_path)]) == 0
     assert "would write aws.csv" in capsys.readouterr().out and not (tmp_path / "aws.csv").exists()
+
+
+def _aws_row(source, as_of, on_demand, spot, note=""):
+    return InstanceType(cloud="aws", region="us-east-1", name="g5.xlarge", gpu="A10G", gpus=1, vcpus=4,
+                        memory_gib=16, on_demand=on_demand, spot=spot, source=source, note=note, as_of=as_of)
+
+
+def test_an_on_demand_table_confirms_an_older_on_demand_price_but_never_its_spot_price():
+    old = _aws_row("skypilot-aws-v8", "2025-11", 1.006, 0.45)
+    (kept,), _ = _pick([old, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.006, None)])
+    # same price to the cent: the spot price stays, with its own date, and the note names the confirmation
+    assert (kept.spot, kept.as_of, kept.source) == (0.45, "2025-11", "skypilot-aws-v8")
+    assert kept.note == ("on-demand confirmed by aws-karpenter-prices-2026-07 (2026-07-20), spot price and date "
+                         "of skypilot-aws-v8 (2025-11)")
+    (again,), _ = _pick([kept, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.006, None)])
+    assert again.note == kept.note  # a rebuild reading its own output says it once
+    (newer,), _ = _pick([old, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.016, None)])
+    assert (newer.on_demand, newer.spot, newer.as_of) == (1.016, None, "2026-07-20")  # a new price: no old spot

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.refresh import MOVE_THRESHOLD, FeedResult
 from gpustack.catalog.rows import InstanceType
-from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_tables, skypilot_rows
+from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_tables, left_out, skypilot_rows
 
 VANTAGE_TABLE = "all_gpu_instances.js"
 # the commercial partition's table (us-east-1) and the GovCloud one (us-gov-east-1, us-gov-west-1)
@@ -99,15 +99,23 @@ def _pick(candidates: Sequence[InstanceType]) -> tuple[tuple[InstanceType, ...],
         if newest.spot is None:
             older = next((r for r in options if r.spot is not None and _same_cent(r.on_demand, newest.on_demand)), None)
             if older is not None and older.as_of != newest.as_of:
-                chosen = dataclasses.replace(older, note="; ".join(filter(None, (
-                    older.note, f"on-demand confirmed by {newest.source} ({newest.as_of}); the row keeps the date "
-                                f"of its spot price ({older.source}, {older.as_of})"))))
+                chosen = dataclasses.replace(older, note=_confirmed(older, newest))
         for other in options:
             if not _agree(other.on_demand, chosen.on_demand):
                 notes.append(f"{region} {name}: {other.source} {other.on_demand:g} vs {chosen.source} "
                              f"{chosen.on_demand:g} USD/h; kept {chosen.source}")
         rows.append(chosen)
     return tuple(rows), notes
+
+
+CONFIRMED = "on-demand confirmed by "
+
+
+def _confirmed(older: InstanceType, newer: InstanceType) -> str:
+    """The older row's note, saying once (a rebuild reads its own output) which source confirmed it."""
+    kept = [part for part in older.note.split("; ") if part and not part.startswith(CONFIRMED)]
+    said = f"{CONFIRMED}{newer.source} ({newer.as_of}), spot price and date of {older.source} ({older.as_of})"
+    return "; ".join([*kept, said])
 
 
 def _same_cent(a: float, b: float) -> bool:
@@ -150,12 +158,7 @@ def _vantage_rows(snap: Snapshot, text: str, where: str, gpu_of: Callable[[str],
                 rows.append(InstanceType(
                     cloud="aws", region=region, name=name, gpu=gpu, gpus=int(count), vcpus=vcpus, memory_gib=memory,
                     on_demand=float(on_demand), spot=None, source=snap.key, note="", as_of=snap.as_of))
-    notes = []
-    if unknown:
-        notes.append(f"GPUs the catalog has no model for (left out): {', '.join(sorted(unknown))}")
-    if partial:
-        notes.append(f"fractional-GPU types (left out): {', '.join(sorted(partial))}")
-    return rows, notes
+    return rows, list(left_out(("GPUs the catalog has no model for", unknown), ("fractional-GPU types", partial)))
 
 
 def _model(label: str, count: float, memory: str) -> str:

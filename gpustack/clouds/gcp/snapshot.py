@@ -25,7 +25,7 @@ import yaml
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.refresh import FeedResult
 from gpustack.catalog.rows import InstanceType
-from gpustack.catalog.snapshots import Snapshot
+from gpustack.catalog.snapshots import Snapshot, left_out
 
 PRICES = "pricing.yml"
 AVAILABILITY = "machinetyperegion.csv"
@@ -111,12 +111,6 @@ def _priced_rows(snap: Snapshot, text: str, where: str, offered: dict[str, set[s
                 memory_gib=float(facts["ram"]), on_demand=round(float(hour), 5),
                 spot=round(float(spot), 5) if isinstance(spot, int | float) and 0 < spot < hour else None,
                 source=snap.key, note=NOTE, as_of=snap.as_of))
-    notes = []
-    if skipped:
-        notes.append(f"GPU machine types the catalog cannot plan on GKE (left out): {', '.join(sorted(skipped))}")
-    if partial:
-        notes.append(f"fractional-GPU machine types (left out): {', '.join(sorted(partial))}")
-    if unoffered:
-        notes.append("priced in regions Compute Engine does not list them in (those prices left out): "
-                     f"{', '.join(sorted(unoffered))}")
-    return rows, notes
+    return rows, list(left_out(("GPU machine types the catalog cannot plan on GKE", skipped),
+                               ("fractional-GPU machine types", partial),
+                               ("prices in regions Compute Engine does not list the type in", unoffered)))
