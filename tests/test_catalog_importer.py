@@ -57,7 +57,9 @@ def test_gcp_rows_are_priced_machines_in_the_regions_compute_engine_lists_them_i
     assert rows[("europe-west4", "g2-standard-8")]["spot_usd"] == ""  # a spot figure equal to on-demand
     a3 = rows[("us-east4", "a3-highgpu-8g")]
     assert (a3["gpu"], a3["gpus"], a3["memory_gib"]) == ("H100", "8", "1872")
-    assert ("us-central1", "g4-standard-48") not in rows and "cannot plan on GKE (left out): g4-standard-12" in out
+    g4 = rows[("us-central1", "g4-standard-48")]
+    assert (g4["gpu"], g4["gpus"]) == ("RTX-PRO-6000", "1")
+    assert "fractional-GPU machine types (left out): g4-standard-12" in out  # an eighth of a GPU
     # n1 + T4 is not priced by the snapshot: the bundled rows stay, with their own source and date
     t4 = rows[("us-central1", "n1-standard-4")]
     assert (t4["gpu"], t4["source"], t4["as_of"]) == ("T4", "skypilot-gcp-v8", "2025-09")

@@ -33,8 +33,6 @@ AVAILABILITY = "machinetyperegion.csv"
 GPU_KEYS = {"a100": "A100-40GB", "a100-80gb": "A100-80GB", "h100-80gb": "H100", "h100-80gb-mega": "H100",
             "h200-141gb": "H200", "b200": "B200", "l4": "L4", "t4": "T4", "v100": "V100",
             "rtx6000": "RTX-PRO-6000"}
-# GPU keys the catalog cannot plan on GKE yet (no GKE accelerator name among the catalog's facts)
-NOT_ON_GKE = {"rtx6000"}
 NOTE = "whole machine from the Cloud Billing catalog (host, GPUs and any bundled Local SSD)"
 
 
@@ -92,7 +90,7 @@ def _priced_rows(snap: Snapshot, text: str, where: str, offered: dict[str, set[s
         key = keys[0]
         count = float(facts[key])
         gpu = gpu_of(GPU_KEYS[key])
-        if gpu is None or key in NOT_ON_GKE:
+        if gpu is None:
             skipped.add(name)
             continue
         if count < 1 or count != int(count):
@@ -111,6 +109,6 @@ def _priced_rows(snap: Snapshot, text: str, where: str, offered: dict[str, set[s
                 memory_gib=float(facts["ram"]), on_demand=round(float(hour), 5),
                 spot=round(float(spot), 5) if isinstance(spot, int | float) and 0 < spot < hour else None,
                 source=snap.key, note=NOTE, as_of=snap.as_of))
-    return rows, list(left_out(("GPU machine types the catalog cannot plan on GKE", skipped),
+    return rows, list(left_out(("GPU machine types of GPUs the catalog has no model for", skipped),
                                ("fractional-GPU machine types", partial),
                                ("prices in regions Compute Engine does not list the type in", unoffered)))
