@@ -68,3 +68,26 @@ def test_oci_has_every_shape_in_every_region_read():
     assert set(load_catalog().regions("oci")) == set(source["regions"])
     for region in source["regions"]:
         assert sizes_in("oci", region) == set(source["shapes"]), region
+
+
+GCP_SOURCE = "cyclenerd-gcp-pricing-2026-07"
+GCP_FAMILIES = [(region, family) for region, families in index("gcp")[GCP_SOURCE]["families"].items()
+                for family in families]
+
+
+@pytest.mark.parametrize("region, family", GCP_FAMILIES)
+def test_gcp_families_are_complete_where_offered_and_priced(region, family):
+    expected = set(index("gcp")[GCP_SOURCE]["families"][region][family])
+    assert {name for name in sizes_in("gcp", region) if name.rsplit("-", 1)[0] == family} >= expected
+
+
+def test_gcp_has_every_region_the_source_prices_and_offers_gpus_in():
+    regions = set(index("gcp")[GCP_SOURCE]["families"])
+    assert len(regions) >= 25
+    assert set(load_catalog().regions("gcp")) == regions
+
+
+def test_gcp_machines_offered_but_not_priced_have_no_row():
+    # a row there would be a price no source gives (the older rows were dropped, not carried)
+    for region, names in index("gcp")[GCP_SOURCE]["offered_not_priced"].items():
+        assert not set(names) & sizes_in("gcp", region), region

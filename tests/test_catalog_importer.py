@@ -12,6 +12,8 @@ import pytest
 
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.importer import main, rebuild
+from gpustack.catalog.rows import InstanceType
+from gpustack.clouds.aws.snapshot import _pick
 
 SOURCES = Path(__file__).parent / "fixtures" / "catalog_sources"
 
@@ -44,6 +46,26 @@ def test_aws_spot_is_the_lowest_regional_zone_price_without_placeholders_or_loca
     assert "types with no on-demand price in the source (left out): p5e.48xlarge" in out
 
 
+def test_gcp_rows_are_priced_machines_in_the_regions_compute_engine_lists_them_in(built):
+    data, out = built
+    rows = rows_of(data / "gcp.csv")
+    g2 = rows[("us-central1", "g2-standard-4")]
+    assert (g2["gpu"], g2["gpus"], g2["vcpus"], g2["memory_gib"], g2["source"], g2["as_of"]) == (
+        "L4", "1", "4", "16", "cyclenerd-gcp-pricing-2026-07", "2026-07-30")
+    assert (g2["on_demand_usd"], g2["spot_usd"]) == ("0.70683", "0.39734")  # hour and hour_spot, rounded to 5 decimals
+    assert ("africa-south1", "g2-standard-4") not in rows  # priced there, but not offered there
+    assert rows[("europe-west4", "g2-standard-8")]["spot_usd"] == ""  # a spot figure equal to on-demand
+    a3 = rows[("us-east4", "a3-highgpu-8g")]
+    assert (a3["gpu"], a3["gpus"], a3["memory_gib"]) == ("H100", "8", "1872")
+    g4 = rows[("us-central1", "g4-standard-48")]
+    assert (g4["gpu"], g4["gpus"]) == ("RTX-PRO-6000", "1")
+    assert "fractional-GPU machine types (left out): g4-standard-12" in out  # an eighth of a GPU
+    # n1 + T4 is not priced by the snapshot: the bundled rows stay, with their own source and date
+    t4 = rows[("us-central1", "n1-standard-4")]
+    assert (t4["gpu"], t4["source"], t4["as_of"]) == ("T4", "skypilot-gcp-v8", "2025-09")
+    assert "bundled rows kept" in out and "n1-standard-4" in out
+
+
 def test_azure_takes_the_newer_snapshot_where_two_overlap_and_marks_spot_unknown_elsewhere(built):
     data, out = built
     rows = rows_of(data / "azure.csv")
@@ -68,8 +90,7 @@ def test_every_rebuilt_row_is_dated_and_the_moves_are_printed(built):
     assert "+ aws eu-west-1 g5.2xlarge" not in out  # the bundled catalog has it already
     assert "- oci us-ashburn-1 BM.GPU.H100.8 (was on-demand" in out  # not in the fixture's OCI snapshot
     assert "+ oci eu-frankfurt-1 VM.GPU3.1" not in out and "oci: wrote oci.csv: 3 rows in 2 regions" in out
-    assert "gcp: its bundle reads no snapshots; gcp.csv is left as it is" in out
-    assert not (data / "gcp.csv").exists()
+    assert "gcp: its bundle reads no snapshots" not in out and "gcp: wrote gcp.csv" in out
     for name in ("aws.csv", "azure.csv", "oci.csv"):
         assert all(r["as_of"] and r["source"] for r in rows_of(data / name).values())
 
@@ -103,3 +124,21 @@ def test_the_command_says_what_is_wrong_and_exits_2(tmp_path, capsys):
     assert "no such folder" in capsys.readouterr().err
     assert main([str(SOURCES), "--check", "--data", str(tmp_path)]) == 0
     assert "would write aws.csv" in capsys.readouterr().out and not (tmp_path / "aws.csv").exists()
+
+
+def _aws_row(source, as_of, on_demand, spot, note=""):
+    return InstanceType(cloud="aws", region="us-east-1", name="g5.xlarge", gpu="A10G", gpus=1, vcpus=4,
+                        memory_gib=16, on_demand=on_demand, spot=spot, source=source, note=note, as_of=as_of)
+
+
+def test_an_on_demand_table_confirms_an_older_on_demand_price_but_never_its_spot_price():
+    old = _aws_row("skypilot-aws-v8", "2025-11", 1.006, 0.45)
+    (kept,), _ = _pick([old, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.006, None)])
+    # same price to the cent: the spot price stays, with its own date, and the note names the confirmation
+    assert (kept.spot, kept.as_of, kept.source) == (0.45, "2025-11", "skypilot-aws-v8")
+    assert kept.note == ("on-demand confirmed by aws-karpenter-prices-2026-07 (2026-07-20), spot price and date "
+                         "of skypilot-aws-v8 (2025-11)")
+    (again,), _ = _pick([kept, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.006, None)])
+    assert again.note == kept.note  # a rebuild reading its own output says it once
+    (newer,), _ = _pick([old, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.016, None)])
+    assert (newer.on_demand, newer.spot, newer.as_of) == (1.016, None, "2026-07-20")  # a new price: no old spot

@@ -7,6 +7,7 @@ import datetime
 from conftest import EXAMPLE, spec_text
 from gpustack.catalog import Catalog, load_catalog
 from gpustack.catalog.freshness import stale_message
+from gpustack.clouds.gcp.facts import accelerator_type
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec, load_text
 
@@ -57,3 +58,17 @@ def test_the_price_age_counts_from_the_rows_a_plan_uses():
 def test_the_bundled_examples_azure_target_is_quiet_about_price_age_today():
     [azure] = [t for t in build_plan(load_spec(EXAMPLE)).targets if t.cloud == "azure"]
     assert azure.prices_as_of.startswith("2026-06-18") and stale_message(azure.prices_as_of, TODAY) is None
+
+
+def test_gcp_plans_in_the_regions_the_2026_source_adds_at_its_prices():
+    l4 = spec_text([{"name": "serve", "kind": "inference", "gpu": "L4", "gpus": 1, "replicas": 1}], ("gcp",))
+    [target] = build_plan(load_text(l4.replace("us-central1", "europe-west2"), "spec.yaml")).targets
+    assert target.region == "europe-west2" and {p.instance_type for p in target.pools} == {"g2-standard-4"}
+    assert target.prices_as_of == "2026-07-30" and stale_message(target.prices_as_of, TODAY) is None
+
+
+def test_an_rtx_pro_6000_on_gke_is_a_g4_machine_with_its_accelerator_type():
+    viz = spec_text([{"name": "viz", "kind": "training", "gpu": "RTX-PRO-6000", "gpus": 1, "replicas": 1}], ("gcp",))
+    [target] = build_plan(load_text(viz, "spec.yaml")).targets
+    assert {p.instance_type for p in target.pools} == {"g4-standard-48"}
+    assert accelerator_type("RTX-PRO-6000", "g4-standard-48") == "nvidia-rtx-pro-6000"

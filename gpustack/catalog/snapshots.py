@@ -174,14 +174,14 @@ def skypilot_priced(rows: Sequence[VmRow], gpu_of: Callable[[str], str | None], 
                               vcpus=first.vcpus, memory_gib=first.memory_gib, on_demand=on_demand,
                               spot=spots[0][0] if spots else None, source=snap.key, note="", as_of=snap.as_of)
         out.append((priced, tuple(zone for _, zone in spots)))
-    notes = []
-    if unknown:
-        notes.append(f"accelerators the catalog has no GPU model for (left out): {', '.join(sorted(unknown))}")
-    if partial:
-        notes.append(f"fractional-GPU types (left out): {', '.join(sorted(partial))}")
-    if unpriced:
-        notes.append(f"types with no on-demand price in the source (left out): {', '.join(sorted(unpriced))}")
-    return tuple(out), tuple(notes)
+    return tuple(out), left_out(("accelerators the catalog has no GPU model for", unknown),
+                                ("fractional-GPU types", partial),
+                                ("types with no on-demand price in the source", unpriced))
+
+
+def left_out(*groups: tuple[str, set[str]]) -> tuple[str, ...]:
+    """A reader's notes on what it left out: one line per non-empty group, its names sorted."""
+    return tuple(f"{what} (left out): {', '.join(sorted(names))}" for what, names in groups if names)
 
 
 def skypilot_rows(snapshots: Sequence[Snapshot], cloud: str, gpu_of: Callable[[str], str | None],

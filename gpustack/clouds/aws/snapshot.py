@@ -8,19 +8,23 @@
 - A vantage-derived GPU table (`all_gpu_instances.js`: per instance type its GPU, count, vCPUs, memory
   and an on-demand price per region; no spot). Only region names proper are read (Local and Wavelength
   Zones such as `eu-west-3-wl1-cmn1` are not), and only whole NVIDIA GPUs the catalog has a model for.
-- Karpenter's generated AWS table (aws/karpenter-provider-aws
-  `pkg/providers/pricing/zz_generated.pricing_aws.go`: on-demand for us-east-1 only). Its types take
-  their facts from the other snapshots or the bundled rows.
+- Karpenter's generated AWS tables (aws/karpenter-provider-aws `pkg/providers/pricing/`:
+  `zz_generated.pricing_aws.go`, on-demand for us-east-1 only, and `zz_generated.pricing_aws_us_gov.go`,
+  us-gov-east-1 and us-gov-west-1). Their types take their facts from the other snapshots or the
+  bundled rows.
 
 Per region and type the newest source's row is taken, with one exception: a row without a spot price
-does not replace an older row that has one when the two on-demand prices agree within 5% (the newer
-source confirms the price and adds nothing; the row keeps its own, older date). Bundled rows of a source
+does not replace an older row that has one when the two on-demand prices are the same to the cent. The
+newer source confirms the on-demand price, not the spot price (a point-in-time market value), so the row
+keeps its spot price and the spot price's older date, and its note names the confirming source; the
+price age of a plan on it is the age of that spot price. Bundled rows of a source
 with no snapshot here are candidates too, so a rebuild from on-demand tables keeps the spot prices it
 cannot replace. Every on-demand disagreement over 5% is reported with the row kept.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -28,10 +32,11 @@ from collections.abc import Callable, Sequence
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.refresh import MOVE_THRESHOLD, FeedResult
 from gpustack.catalog.rows import InstanceType
-from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_tables, skypilot_rows
+from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_tables, left_out, skypilot_rows
 
 VANTAGE_TABLE = "all_gpu_instances.js"
-KARPENTER_TABLE = "zz_generated.pricing_aws.go"
+# the commercial partition's table (us-east-1) and the GovCloud one (us-gov-east-1, us-gov-west-1)
+KARPENTER_TABLES = ("zz_generated.pricing_aws.go", "zz_generated.pricing_aws_us_gov.go")
 REGION_PROPER = re.compile(r"[a-z]{2}(-gov)?-[a-z]+-\d")  # us-east-1, not us-east-1-atl-2a or eu-west-3-wl1-cmn1
 
 
@@ -60,8 +65,8 @@ def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
             notes += [f"{snap.key}: {note}" for note in said]
             facts = {**facts_of(listed), **facts}
     facts = {**facts_of(known), **facts}
-    for snap in snapshots:
-        for tables in karpenter_tables(snap, KARPENTER_TABLE):
+    for snap, table in ((snap, table) for snap in snapshots for table in KARPENTER_TABLES):
+        for tables in karpenter_tables(snap, table):
             for region, prices in sorted(tables.items()):
                 for name, price in sorted(prices.items()):
                     fact = facts.get(name)
@@ -92,13 +97,29 @@ def _pick(candidates: Sequence[InstanceType]) -> tuple[tuple[InstanceType, ...],
         newest = options[0]
         chosen = newest
         if newest.spot is None:
-            chosen = next((r for r in options if r.spot is not None and _agree(r.on_demand, newest.on_demand)), newest)
+            older = next((r for r in options if r.spot is not None and _same_cent(r.on_demand, newest.on_demand)), None)
+            if older is not None and older.as_of != newest.as_of:
+                chosen = dataclasses.replace(older, note=_confirmed(older, newest))
         for other in options:
             if not _agree(other.on_demand, chosen.on_demand):
                 notes.append(f"{region} {name}: {other.source} {other.on_demand:g} vs {chosen.source} "
                              f"{chosen.on_demand:g} USD/h; kept {chosen.source}")
         rows.append(chosen)
     return tuple(rows), notes
+
+
+CONFIRMED = "on-demand confirmed by "
+
+
+def _confirmed(older: InstanceType, newer: InstanceType) -> str:
+    """The older row's note, saying once (a rebuild reads its own output) which source confirmed it."""
+    kept = [part for part in older.note.split("; ") if part and not part.startswith(CONFIRMED)]
+    said = f"{CONFIRMED}{newer.source} ({newer.as_of}), spot price and date of {older.source} ({older.as_of})"
+    return "; ".join([*kept, said])
+
+
+def _same_cent(a: float, b: float) -> bool:
+    return round(a, 2) == round(b, 2)
 
 
 def _agree(a: float, b: float) -> bool:
@@ -137,12 +158,7 @@ def _vantage_rows(snap: Snapshot, text: str, where: str, gpu_of: Callable[[str],
                 rows.append(InstanceType(
                     cloud="aws", region=region, name=name, gpu=gpu, gpus=int(count), vcpus=vcpus, memory_gib=memory,
                     on_demand=float(on_demand), spot=None, source=snap.key, note="", as_of=snap.as_of))
-    notes = []
-    if unknown:
-        notes.append(f"GPUs the catalog has no model for (left out): {', '.join(sorted(unknown))}")
-    if partial:
-        notes.append(f"fractional-GPU types (left out): {', '.join(sorted(partial))}")
-    return rows, notes
+    return rows, list(left_out(("GPUs the catalog has no model for", unknown), ("fractional-GPU types", partial)))
 
 
 def _model(label: str, count: float, memory: str) -> str:
