@@ -1,0 +1,84 @@
+"""Running the queries chunk by chunk and folding each answer into per-step values as it arrives.
+
+Only what a measurement needs is kept: dense per-step arrays for the aggregated series (replicas, nodes),
+the steps of each idle series, and value counts for memory, so memory stays bounded by the window's
+steps times the workloads and pools, not by the samples Prometheus returns.
+"""
+
+from __future__ import annotations
+
+import array
+import math
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from gpustack.report.client import ReportError, Source
+from gpustack.report.queries import Query
+from gpustack.report.window import Window
+
+Key = tuple[str, ...]
+NAN = math.nan
+
+
+def _points(source: Source, query: Query, window: Window) -> Iterator[tuple[dict[str, str], list[tuple[int, float]]]]:
+    """(labels, [(step index, value)]) of every series of every chunk of the window."""
+    for first, last in window.chunks():
+        start, end = window.step_end(first), window.step_end(last - 1)
+        where = f"query {query.name}"
+        for series in source.range_query(query.name, query.promql, start, end, window.step):
+            points = []
+            for moment, text in series["values"]:
+                offset = moment - window.start
+                index = round(offset / window.step) - 1
+                if abs(offset - (index + 1) * window.step) > 1e-3 or not first <= index < last:
+                    raise ReportError(f"{where}: a sample at {moment} is not at the end of one of the asked steps")
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise ReportError(f"{where}: the sample {text[:30]!r} is not a number") from None
+                points.append((index, value))
+            yield series["metric"], points
+
+
+def _key(labels: dict[str, str], names: tuple[str, ...]) -> Key:
+    return tuple(str(labels.get(name, "")) for name in names)
+
+
+def dense(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> dict[Key, array.array[float]]:
+    """Per `by` labels, the value in each step (NaN: no sample); series with equal keys are added."""
+    out: dict[Key, array.array[float]] = {}
+    for labels, points in _points(source, query, window):
+        values = out.setdefault(_key(labels, by), array.array("d", [NAN]) * window.steps)
+        for index, value in points:
+            values[index] = value if math.isnan(values[index]) else values[index] + value
+    return out
+
+
+def steps_per_series(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> dict[Key, list[list[int]]]:
+    """Per `by` labels, for each series (all of its labels), the sorted steps in which it has a sample."""
+    series: dict[tuple[Key, tuple[tuple[str, str], ...]], list[int]] = {}
+    for labels, points in _points(source, query, window):
+        identity = (_key(labels, by), tuple(sorted(labels.items())))
+        series.setdefault(identity, []).extend(index for index, _ in points)
+    out: dict[Key, list[list[int]]] = {}
+    for (key, _), steps in sorted(series.items()):
+        out.setdefault(key, []).append(sorted(steps))
+    return out
+
+
+def value_counts(source: Source, query: Query, window: Window, by: tuple[str, ...], label: str
+                 ) -> dict[Key, Counter[float]]:
+    """Per `by` labels, how many samples held each value (a count_values answer: the value is in `label`)."""
+    out: dict[Key, Counter[float]] = {}
+    for labels, points in _points(source, query, window):
+        try:
+            value = float(labels[label])
+        except (KeyError, ValueError):
+            raise ReportError(f"query {query.name}: a series has no numeric {label!r} label") from None
+        counts = out.setdefault(_key(labels, by), Counter())
+        counts[value] += int(sum(v for _, v in points))
+    return out
+
+
+Fetcher = Callable[..., Any]
