@@ -3,7 +3,9 @@ planned monthly cost subtracted from the spec's own (as `gpustack diff SPEC OUT`
 cost formula: a change the planner prices at nothing saves nothing here either.
 
 Candidates per workload:
-- `replicas.min` (inference) follows the measured floor when it is lower than the planned one;
+- `replicas.min` (inference) follows the measured floor when it is lower than the planned one (kept even
+  when the planner prices it at nothing: the burst above it is priced at its peak, but the commitment to
+  buy shrinks), and `replicas.max` the most that ran;
 - a smaller size follows the GPU memory used: the p95 plus MEMORY_HEADROOM, as the smallest MIG profile
   that holds it (`mig`), a fraction of the GPU's memory (`gpu_fraction`, rounded up to FRACTION_STEP) or
   memory in whole GiB (`gpu_memory`);
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from gpustack.errors import SpecError
 from gpustack.plan import Plan, build_plan
@@ -68,16 +70,31 @@ def price(spec: Spec, text: str, base: Plan, target: str, measured: Sequence[Wor
     for report in measured:
         for candidate in candidates(spec, spec.workload(report.name), report, floor_quantile):
             cost = _planned(planner, apply(text, spec.source, candidate.edits), target)
-            if cost is None or before - cost <= 0.005:
+            # A lower floor the planner prices at no saving still shrinks the commitment to buy: kept.
+            least = -0.005 if candidate.field == "replicas.min" else 0.005
+            if cost is None or before - cost <= least:
                 continue
             found.append((candidate, before - cost))
     found.sort(key=lambda pair: (pair[0].workload, pair[0].field))
-    edits = tuple(e for candidate, _ in found for e in candidate.edits)
+    edits = merged(e for candidate, _ in found for e in candidate.edits)
     recommended = _planned(planner, apply(text, spec.source, edits), target) if edits else before
     floors = tuple(e for candidate, _ in found if candidate.field == "replicas.min" for e in candidate.edits)
     return Priced(
         tuple(Recommendation(c.workload, c.field, c.from_value, c.to_value, saving, c.reason) for c, saving in found),
         edits, _commitment(spec, text, base, target, measured, floors, planner), recommended)
+
+
+def merged(edits: Iterable[Edit]) -> tuple[Edit, ...]:
+    """The edits, those of one place made one: `replicas` written as one count gets both new bounds."""
+    out: dict[tuple[object, ...], Edit] = {}
+    for edit in edits:
+        same = out.get(edit.path)  # two lowered replica bounds: both lowered
+        if same is not None and isinstance(same.value, dict) and isinstance(edit.value, dict):
+            edit = dataclasses.replace(edit, value={k: min(same.value[k], edit.value[k]) for k in same.value})
+        elif same is not None and isinstance(same.value, int) and isinstance(edit.value, int):
+            edit = dataclasses.replace(edit, value=min(same.value, edit.value))
+        out[edit.path] = edit
+    return tuple(out.values())
 
 
 def _planned(planner: Planner, text: str, target: str) -> float | None:
@@ -93,9 +110,18 @@ def candidates(spec: Spec, workload: Workload, report: WorkloadReport, floor_qua
     stats = report.replicas
     if stats is not None and workload.kind == "inference" and stats.floor < workload.replicas.min:
         out.append(Candidate(workload.name, "replicas.min", workload.replicas.min, stats.floor,
-                             _floor_edits(spec, where, workload, stats.floor),
+                             _replica_edits(spec, where, workload, "min", stats.floor),
                              f"ran at least {stats.floor} replicas in {floor_quantile:.0%} of the window's steps; "
                              f"the floor of {workload.replicas.min} is reserved around the clock"))
+    if stats is not None and workload.kind == "inference" and max(stats.max, 1) < workload.replicas.max:
+        peak = max(stats.max, 1)
+        edits = _replica_edits(spec, where, workload, "max", peak)
+        lower = f", and replicas.min with it to {peak}" if workload.replicas.min > peak else ""
+        if workload.replicas.min > peak:  # a range keeps min <= max
+            edits = merged(edits + _replica_edits(spec, where, workload, "min", peak))
+        out.append(Candidate(workload.name, "replicas.max", workload.replicas.max, peak, edits,
+                             f"at most {stats.max} replicas ran in the window; the plan prices the burst up to "
+                             f"{workload.replicas.max} all month{lower}"))
     if report.fb_used_p95_gib is not None:
         sized = _smaller(spec, workload, report.fb_used_p95_gib * (1 + MEMORY_HEADROOM))
         if sized is not None:
@@ -127,11 +153,12 @@ def _timezone(spec: Spec) -> str:
     return zones[0] if zones else "UTC"
 
 
-def _floor_edits(spec: Spec, where: tuple[str | int, ...], workload: Workload, floor: int) -> tuple[Edit, ...]:
+def _replica_edits(spec: Spec, where: tuple[str | int, ...], workload: Workload, bound: str, count: int
+                   ) -> tuple[Edit, ...]:
     written = spec.source.data["workloads"][workload.index].get("replicas")
     if isinstance(written, dict):
-        return (Edit(where + ("replicas", "min"), floor),)
-    value = {"min": floor, "max": workload.replicas.max}
+        return (Edit(where + ("replicas", bound), count),)
+    value = {"min": workload.replicas.min, "max": workload.replicas.max, bound: count}
     if written is None:
         return (Edit(where + ("replicas",), value, add=True),)
     return (Edit(where + ("replicas",), value),)
