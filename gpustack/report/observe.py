@@ -133,7 +133,8 @@ def _workload(w: Workload, plan: TargetPlan, window: Window, floor_quantile: flo
         metric = "hami_vgpu_memory_used_bytes (HAMi vGPU monitor)" if via == "hami" else \
             "DCGM_FI_DEV_FB_USED (DCGM exporter default counter)"
         findings.append(Finding("missing-series", f"no {metric} series for the pods of {w.name}: no GPU memory "
-                                "figure, so no smaller size is recommended", workload=w.name))
+                                "figure, so no smaller size is recommended"
+                                + ("" if via == "hami" else " (the exporter maps pods with --kubernetes)"), workload=w.name))
     if w.kind == "inference" and stats.floor < w.replicas.min:
         findings.append(Finding("floor-unused", f"the plan reserves a floor of {w.replicas.min} replicas; "
                                 f"{stats.floor} ran in {floor_quantile:.0%} of the window's steps", workload=w.name))
@@ -156,10 +157,10 @@ def _missing_utilisation(w: Workload, plan: TargetPlan, via: str) -> str:
     if uses_mig(plan, w.name):
         return (f"no DCGM_FI_PROF_GR_ENGINE_ACTIVE series with GPU_I_ID for the MIG instances of {w.name}: idle "
                 "GPU-hours unknown. It is a default counter from dcgm-exporter 4.0.0; on older exporters add it to "
-                "the counters CSV (GPU Operator: dcgmExporter.config.name, see docs/report.md)")
+                "the counters CSV, --collectors FILE (GPU Operator: dcgmExporter.config.name, see docs/report.md)")
     return (f"no DCGM_FI_DEV_GPU_UTIL series with the namespace and pod of {w.name}'s pods: idle GPU-hours "
-            "unknown. Run the DCGM exporter with pod mapping (the GPU Operator's, its ServiceMonitor with "
-            "honorLabels: true)")
+            "unknown. Run the DCGM exporter with pod mapping, --kubernetes (DCGM_EXPORTER_KUBERNETES=true; the GPU "
+            "Operator's default), scraped with honorLabels: true")
 
 
 def _pools(plan: TargetPlan, source: Source, window: Window, step: str,

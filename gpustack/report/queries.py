@@ -135,7 +135,8 @@ def pool_nodes_busy(step: str, pools: Iterable[str], by_namespace: Mapping[str, 
     nodes = f'max by (node, {POOL}) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}]))'
     placed = 'max by (namespace, pod, uid, node) (max_over_time(kube_pod_info{node!=""}[' + step + "]))"
     running = f"({_running(step, 'namespace, pod, uid')} == 1)"
-    pods = f"{placed} * on (namespace, pod, uid) {running} * on (namespace, pod, uid) group_left () " \
+    # `and` keeps the left side's labels (node); one-to-one `*` with on() would keep only the on() labels.
+    pods = f"{placed} and on (namespace, pod, uid) {running} and on (namespace, pod, uid) " \
            f"{workload_pods(step, by_namespace)}"
     return Query("pool-nodes-busy", f"count by ({POOL}) ({nodes} and on (node) count by (node) ({pods}))",
                  "kube-state-metrics kube_node_labels, kube_pod_info, kube_pod_status_phase, kube_pod_labels")

@@ -78,7 +78,10 @@ def price(spec: Spec, text: str, base: Plan, target: str, measured: Sequence[Wor
     found.sort(key=lambda pair: (pair[0].workload, pair[0].field))
     edits = merged(e for candidate, _ in found for e in candidate.edits)
     recommended = _planned(planner, apply(text, spec.source, edits), target) if edits else before
-    floors = tuple(e for candidate, _ in found if candidate.field == "replicas.min" for e in candidate.edits)
+    # The commitment follows every measured floor below the planned one, whatever lowering it alone saves.
+    floors = merged(e for report in measured
+                    for candidate in candidates(spec, spec.workload(report.name), report, floor_quantile)
+                    if candidate.field == "replicas.min" for e in candidate.edits)
     return Priced(
         tuple(Recommendation(c.workload, c.field, c.from_value, c.to_value, saving, c.reason) for c, saving in found),
         edits, _commitment(spec, text, base, target, measured, floors, planner), recommended)
