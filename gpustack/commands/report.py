@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from gpustack.report.build import build_report
     from gpustack.report.client import PrometheusSource, RecordedSource, ReportError, parse_headers, read_token
     from gpustack.report.recommend import spec_planner
-    from gpustack.report.specedit import apply
+    from gpustack.report.specedit import SpecText
     from gpustack.report.window import make_window
     from gpustack.spec import load_text
     from gpustack.spec.yamlsource import MAX_FILE_BYTES
@@ -58,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
         raw = read_limited(args.spec, MAX_FILE_BYTES, "spec file")
     except FileRefused as exc:
         raise SpecError([Problem(None, "", f"{args.spec}: {exc}")]) from None
-    text = raw.decode("utf-8", "replace")
     base_dir = Path(args.spec).parent
     spec = load_text(raw, args.spec, args.catalog, base_dir=base_dir)
+    text = raw.decode("utf-8")  # load_text checked it is UTF-8
     plan = build_plan(spec)
     select_target(plan, args.target)  # an unknown target: located, with a did-you-mean
     print_price_age(select_target(plan, args.target))
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     planner = spec_planner(args.spec, args.catalog, base_dir, plan)
     report, priced = build_report(spec, text, plan, args.target, source, window, args.floor_quantile, planner)
     if args.write_spec is not None:
-        changed = apply(text, spec.source, priced.edits)
+        changed = SpecText(text, spec.source).apply(priced.edits)
         load_text(changed, args.write_spec, args.catalog, base_dir=base_dir)  # what is written is a valid spec
         try:
             write_atomically(Path(args.write_spec), changed)

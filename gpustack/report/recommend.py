@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from gpustack.errors import SpecError
 from gpustack.plan import Plan, build_plan
 from gpustack.report.model import CommitmentLine, CommitmentReport, Recommendation, WorkloadReport
-from gpustack.report.specedit import Edit, apply
+from gpustack.report.specedit import Edit, SpecText
 from gpustack.spec import Spec
 from gpustack.spec.model import IDLE_KINDS, SCHEDULABLE_KINDS, Workload
 
@@ -66,10 +66,11 @@ def spec_planner(file: str, catalogs: Sequence[str], base_dir: object, base: Pla
 def price(spec: Spec, text: str, base: Plan, target: str, measured: Sequence[WorkloadReport],
           planner: Planner, floor_quantile: float) -> Priced:
     before = base.target(target).cost.planned_monthly_usd
+    written = SpecText(text, spec.source)
     found = []
     for report in measured:
         for candidate in candidates(spec, spec.workload(report.name), report, floor_quantile):
-            cost = _planned(planner, apply(text, spec.source, candidate.edits), target)
+            cost = _planned(planner, written.apply(candidate.edits), target)
             # A lower floor the planner prices at no saving still shrinks the commitment to buy: kept.
             least = -0.005 if candidate.field == "replicas.min" else 0.005
             if cost is None or before - cost <= least:
@@ -77,14 +78,14 @@ def price(spec: Spec, text: str, base: Plan, target: str, measured: Sequence[Wor
             found.append((candidate, before - cost))
     found.sort(key=lambda pair: (pair[0].workload, pair[0].field))
     edits = merged(e for candidate, _ in found for e in candidate.edits)
-    recommended = _planned(planner, apply(text, spec.source, edits), target) if edits else before
+    recommended = _planned(planner, written.apply(edits), target) if edits else before
     # The commitment follows every measured floor below the planned one, whatever lowering it alone saves.
     floors = merged(e for report in measured
                     for candidate in candidates(spec, spec.workload(report.name), report, floor_quantile)
                     if candidate.field == "replicas.min" for e in candidate.edits)
     return Priced(
         tuple(Recommendation(c.workload, c.field, c.from_value, c.to_value, saving, c.reason) for c, saving in found),
-        edits, _commitment(spec, text, base, target, measured, floors, planner), recommended)
+        edits, _commitment(written, base, target, measured, floors, planner), recommended)
 
 
 def merged(edits: Iterable[Edit]) -> tuple[Edit, ...]:
@@ -188,13 +189,13 @@ def _smaller(spec: Spec, workload: Workload, need_gib: float) -> tuple[str, obje
     return None
 
 
-def _commitment(spec: Spec, text: str, base: Plan, target: str, measured: Sequence[WorkloadReport],
+def _commitment(written: SpecText, base: Plan, target: str, measured: Sequence[WorkloadReport],
                 floors: tuple[Edit, ...], planner: Planner) -> CommitmentReport:
     planned = _lines(base, target)
     resized = planned
     if floors:
         try:
-            resized = _lines(planner(apply(text, spec.source, floors)), target)
+            resized = _lines(planner(written.apply(floors)), target)
         except SpecError:
             resized = ()
     floor_of = {r.name: (r.replicas.floor if r.replicas is not None and r.kind == "inference"

@@ -48,19 +48,25 @@ def yaml_text(value: Any) -> str:
     raise TypeError(f"no YAML text for {type(value).__name__}")
 
 
-def apply(text: str, doc: Document, edits: Sequence[Edit]) -> str:
-    """`text` with every edit made, each at its located position (the last in the file first)."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
-    if root is None:
-        raise UsageError("--write-spec: the spec is empty")
-    shared = _shared_spans(text)
-    changes: list[tuple[int, int, str]] = []
-    for edit in edits:
-        changes.append(_change(text, doc, root, shared, edit))
-    out = text
-    for start, end, new in sorted(changes, reverse=True):
-        out = out[:start] + new + out[end:]
-    return out
+class SpecText:
+    """A spec's text and its loaded document, composed once for any number of edits."""
+
+    def __init__(self, text: str, doc: Document):
+        self.text = text
+        self.doc = doc
+        root = yaml.compose(text, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader)
+        if root is None:
+            raise UsageError("--write-spec: the spec is empty")
+        self.root: yaml.Node = root
+        self.shared = _shared_spans(text)
+
+    def apply(self, edits: Sequence[Edit]) -> str:
+        """The text with every edit made, each at its located position (the last in the file first)."""
+        changes = [_change(self.text, self.doc, self.root, self.shared, edit) for edit in edits]
+        out = self.text
+        for start, end, new in sorted(changes, reverse=True):
+            out = out[:start] + new + out[end:]
+        return out
 
 
 def _node(root: yaml.Node, doc: Document, path: Path) -> yaml.Node:
@@ -116,7 +122,7 @@ def _shared_spans(text: str) -> list[tuple[int, int]]:
     """The extents of anchored nodes: what an alias or merge key may use again."""
     spans = []
     stack: list[tuple[int, bool]] = []
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+    for event in yaml.parse(text, Loader=yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):
         begin, end = _index(event.start_mark), _index(event.end_mark)
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             stack.append((begin, event.anchor is not None))
