@@ -14,6 +14,8 @@ What the week holds (spec: tests/data/report/week.yaml; UTC; Berlin is UTC+1 in 
 - notebooks (time-sliced T4, Mon-Fri 08:00-18:00 Berlin): 4 notebooks 07:00-17:00 UTC, stopped 30 minutes
   late on Monday; on Friday two are left running all weekend (auto-stop broken); idle at lunch for an hour
   (counted, idle.for 30m) and for 20 minutes in the afternoon (too short).
+- sandbox (a time-sliced T4 without a schedule): up all week, busy only 13:00-15:00 on weekdays, so the
+  report recommends a schedule, priced by the planner.
 - trainer (spot L4s): 2 pods Tuesday 09:00 to Thursday 21:00 (then Succeeded, deleted 10 minutes later);
   its pool has no DCGM exporter, so its idle and memory figures are unknown.
 
@@ -155,6 +157,7 @@ class PlanFacts:
     chat_burst: str
     embed_pool: str
     notebook_pool: str
+    sandbox_pool: str
     trainer_pool: str
     gpus_per_replica: dict[str, float]
     usd_per_node_hour: dict[str, float]
@@ -179,6 +182,7 @@ def plan_facts() -> PlanFacts:
     return PlanFacts(
         chat_reserved=pool("chat", "reserved"), chat_burst=pool("chat", "on-demand"),
         embed_pool=pool("embed", "reserved"), notebook_pool=pool("notebooks", "on-demand"),
+        sandbox_pool=pool("sandbox", "on-demand"),
         trainer_pool=pool("trainer", "spot"), gpus_per_replica=shares,
         usd_per_node_hour={p.name: p.price.usd_per_node_hour for p in target.pools},
         monthly_cost_usd={p.name: p.monthly_cost_usd for p in target.pools},
@@ -235,6 +239,13 @@ def _notebook_memory(i: int) -> float | None:
     if day >= 5 or (day == 4 and minute_of_day >= 17 * 60):
         return 2200.0
     return float(int(noise("notebook-fb", i, low=3000, high=9000)))
+
+
+def _sandbox_util(i: int) -> float | None:
+    day, minute_of_day = divmod(i, 1440)
+    if day < 5 and 13 * 60 <= minute_of_day < 15 * 60:
+        return noise("sandbox", i, low=30, high=70)
+    return 1.0
 
 
 def cluster(facts: PlanFacts) -> tuple[list[Node], list[Pod]]:
@@ -298,6 +309,12 @@ def cluster(facts: PlanFacts) -> tuple[list[Node], list[Pod]]:
                             "notebook", "nvidia_com_gpu", at(day, 7), at(day, 7, 3), end, end, t4,
                             _notebook_util, _notebook_memory))
 
+    sandbox_node = "ip-10-0-6-60.ec2.internal"
+    nodes.append(Node(sandbox_node, facts.sandbox_pool, 0, STEPS))
+    pods.append(Pod("sandbox", "research", "sandbox-0", sandbox_node, "StatefulSet", "sandbox", "notebook",
+                    "nvidia_com_gpu", 0, 0, STEPS, STEPS, t4, _sandbox_util,
+                    lambda i: float(int(noise("sandbox-fb", i, low=4000, high=5200)))))
+
     train_nodes = [f"ip-10-0-5-{50 + k}.ec2.internal" for k in range(2)]
     nodes += [Node(name, facts.trainer_pool, at(1, 8, 55), at(3, 21, 20)) for name in train_nodes]
     for k, node in enumerate(train_nodes):  # an indexed Job; no DCGM exporter on this pool
@@ -349,7 +366,8 @@ def week_series(facts: PlanFacts) -> list[Series]:
                 span(pod.created, pod.end)))
     for kind, owner, metric, label in (("ReplicaSet", "chat-7d9f8b6c5d", "kube_deployment_spec_replicas", "chat"),
                                        ("ReplicaSet", "embed-5c8d7f9b4a", "kube_deployment_spec_replicas", "embed"),
-                                       ("StatefulSet", "notebooks", "kube_statefulset_replicas", "notebooks")):
+                                       ("StatefulSet", "notebooks", "kube_statefulset_replicas", "notebooks"),
+                                       ("StatefulSet", "sandbox", "kube_statefulset_replicas", "sandbox")):
         owned = [p for p in pods if p.owner_kind == kind and p.owner_name == owner]
         namespace = owned[0].namespace
         key = "deployment" if metric == "kube_deployment_spec_replicas" else "statefulset"

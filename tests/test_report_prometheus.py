@@ -12,13 +12,18 @@ shows the difference on the pod deleted on Wednesday at 14:37.
 
 from __future__ import annotations
 
+import copy
 import json
+import subprocess
+import sys
 import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 
 import report_week as week
 from prometheus_server import PrometheusServer, prometheus_from_openmetrics, require_binaries
@@ -115,4 +120,182 @@ def test_the_week_shows_what_the_report_must_find(written, facts):
     assert pools[facts.chat_burst]["node_hours"] == pytest.approx(5 * 2 * (3 + 28 / 60))
     assert pools[facts.chat_reserved]["reserved_node_hours_used"] < pools[facts.chat_reserved]["node_hours"]
     counts = Counter(s.name for s in written)
-    assert counts["DCGM_FI_PROF_GR_ENGINE_ACTIVE"] == 3 and counts["kube_node_labels"] == 22
+    assert counts["DCGM_FI_PROF_GR_ENGINE_ACTIVE"] == 3 and counts["kube_node_labels"] == 23
+    assert figures["sandbox"]["idle_gpu_hours"] > 0.9 * figures["sandbox"]["gpu_hours"]
+
+
+# --- `gpustack report` against the server ------------------------------------------------------
+
+TOLERANCE = 0.01
+
+
+def gpustack_report(*source: str, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """`gpustack report` on the week in its own process, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "gpustack", "report", str(week.SPEC), "--target", week.TARGET,
+                           *source, "--since", week.SINCE, "--until", week.UNTIL, "--step", "1m",
+                           "--format", "json", *extra], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("report-recorded") / "answers"
+
+
+@pytest.fixture(scope="module")
+def report_run(server, recorded) -> subprocess.CompletedProcess[str]:
+    return gpustack_report("--prometheus", server.url, extra=("--record", str(recorded)))
+
+
+@pytest.fixture(scope="module")
+def report(report_run) -> dict:
+    assert report_run.returncode == 0, report_run.stderr
+    return json.loads(report_run.stdout)
+
+
+@pytest.fixture(scope="module")
+def expected(written, facts) -> dict:
+    return week.expected_report(written, facts)
+
+
+def _close(got: object, want: object) -> bool:
+    if want is None or got is None:
+        return got is want
+    if isinstance(want, float) or isinstance(got, float):
+        return abs(float(got) - float(want)) <= TOLERANCE  # type: ignore[arg-type]
+    return got == want
+
+
+def _differences(got: dict, want: dict, path: str = "") -> list[str]:
+    out = []
+    for key, value in want.items():
+        here = f"{path}.{key}"
+        if isinstance(value, dict):
+            out += _differences(got.get(key) or {}, value, here)
+        elif not _close(got.get(key), value):
+            out.append(f"{here}: report {got.get(key)!r}, from the series {value!r}")
+    return out
+
+
+def test_window_and_names(report, expected):
+    assert report["target"] == expected["target"] and report["window"] == expected["window"]
+    assert [w["name"] for w in report["workloads"]] == [w["name"] for w in expected["workloads"]]
+    assert [p["name"] for p in report["pools"]] == [p["name"] for p in expected["pools"]]
+
+
+def test_workload_figures_are_the_series(report, expected):
+    """Replicas (min, p50, p95, max, floor), planned, GPUs per replica, GPU-hours, idle and outside-window
+    GPU-hours and the GPU memory p95, to 0.01, for every workload."""
+    got = {w["name"]: w for w in report["workloads"]}
+    problems = [d for w in expected["workloads"] for d in _differences(got[w["name"]], w, w["name"])]
+    assert problems == []
+
+
+POOL_FIGURES = ("node_hours", "cost_usd", "planned_cost_usd")
+
+
+def test_pool_figures_are_the_series(report, expected):
+    """Node-hours, their cost at the plan's price and the plan's cost for the window, per pool."""
+    got = {p["name"]: p for p in report["pools"]}
+    problems = [d for p in expected["pools"]
+                for d in _differences(got[p["name"]], {k: p[k] for k in POOL_FIGURES}, p["name"])]
+    assert problems == []
+
+
+def test_reserved_node_hours_used_are_the_series(report, expected, facts):
+    """How much of each reservation carried pods of the spec's workloads (the DaemonSet pod on every node
+    does not count); null for pools that are not reserved."""
+    got = {p["name"]: p["reserved_node_hours_used"] for p in report["pools"]}
+    want = {p["name"]: p["reserved_node_hours_used"] for p in expected["pools"]}
+    assert want[facts.chat_reserved] < 4 * 168  # chat's nights at 2 replicas leave two nodes empty
+    assert {k: v is None for k, v in got.items()} == {k: v is None for k, v in want.items()}
+    assert [k for k in want if not _close(got[k], want[k])] == [], (got, want)
+
+
+def _findings(report: dict, kind: str, subject: str) -> list[str]:
+    return [f["message"] for f in report["findings"]
+            if f["kind"] == kind and subject in (f.get("workload"), f.get("pool"))]
+
+
+def test_findings_name_what_the_cluster_did_not_do(report, expected):
+    figures = {w["name"]: w for w in expected["workloads"]}
+    # chat's floor of 4 against the 2 measured.
+    [floor] = _findings(report, "floor-unused", "chat")
+    assert "4" in floor and "2" in floor
+    # The notebooks that ran all weekend: auto-stop did not stop them.
+    [outside] = _findings(report, "outside-window", "notebooks")
+    assert f"{figures['notebooks']['outside_window_gpu_hours']:.2f}" in outside
+    assert not _findings(report, "outside-window", "sandbox")  # no schedule, nothing outside it
+    # trainer's pool runs no DCGM exporter: its unknowns are named with the series missing.
+    missing = " ".join(_findings(report, "missing-series", "trainer"))
+    assert "DCGM_FI_DEV_GPU_UTIL" in missing and "DCGM_FI_DEV_FB_USED" in missing
+    assert not [f for f in report["findings"] if f["kind"] == "missing-series" and f.get("workload") != "trainer"]
+
+
+def test_missing_dcgm_finding_names_the_exporter_flag(report):
+    """The exporter flag that maps DCGM series to pods: dcgm-exporter `--kubernetes` (-k, env
+    DCGM_EXPORTER_KUBERNETES; NVIDIA/dcgm-exporter d5e5f510 pkg/cmd/app.go, CLIKubernetes)."""
+    missing = " ".join(_findings(report, "missing-series", "trainer"))
+    assert "--kubernetes" in missing, missing
+
+
+def _planned_monthly(doc: dict, tmp_path: Path, name: str) -> float:
+    from gpustack.plan import build_plan
+    from gpustack.spec import load_spec
+
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return float(build_plan(load_spec(path)).target(week.TARGET).cost.planned_monthly_usd)
+
+
+def _with(doc: dict, workload: str, field: str, value: object) -> dict:
+    changed = copy.deepcopy(doc)
+    [w] = [w for w in changed["workloads"] if w["name"] == workload]
+    *parents, key = field.split(".")  # replicas.min, replicas.max, schedule, mig, ...
+    for parent in parents:
+        w = w[parent]
+    w[key] = value
+    return changed
+
+
+def test_recommendation_savings_are_the_planners(report, tmp_path):
+    """Each saving is the planner's: the spec planned with that one change, subtracted from the spec's plan.
+    sandbox, idle most of the week without a schedule, gets one."""
+    doc = yaml.safe_load(week.SPEC.read_text(encoding="utf-8"))
+    before = _planned_monthly(doc, tmp_path, "spec.yaml")
+    assert [r["field"] for r in report["recommendations"] if r["workload"] == "sandbox"] == ["schedule"]
+    for k, r in enumerate(report["recommendations"]):
+        after = _planned_monthly(_with(doc, r["workload"], r["field"], r["to"]), tmp_path, f"changed-{k}.yaml")
+        assert r["monthly_saving_usd"] == pytest.approx(before - after, abs=TOLERANCE), r
+
+
+def test_commitment_is_resized_on_the_measured_floor(report, tmp_path, expected):
+    """commitment.measured is the planner's commitment for the spec with the measured floors (chat: 2)."""
+    from gpustack.plan import build_plan
+    from gpustack.spec import load_spec
+
+    floors = {w["name"]: w["replicas"]["floor"] for w in expected["workloads"]
+              if w["name"] in ("chat", "embed")}
+    assert report["commitment"]["floors"] == floors
+    doc = yaml.safe_load(week.SPEC.read_text(encoding="utf-8"))
+    for name, floor in floors.items():
+        doc = _with(doc, name, "replicas.min", min(floor, next(
+            w["replicas"]["min"] for w in doc["workloads"] if w["name"] == name)))
+    (tmp_path / "floors.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    lines = build_plan(load_spec(tmp_path / "floors.yaml")).target(week.TARGET).cost.commitment_recommendations
+    assert [(c["instance_type"], c["quantity"]) for c in report["commitment"]["measured"]] == [
+        (c.instance_type, c.quantity) for c in lines]
+    assert [c["monthly_saving_usd"] for c in report["commitment"]["measured"]] == pytest.approx(
+        [c.monthly_saving_usd for c in lines], abs=TOLERANCE)
+
+
+def test_the_json_is_the_same_on_a_second_run(server, report_run):
+    again = gpustack_report("--prometheus", server.url)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == report_run.stdout
+
+
+def test_recorded_answers_replay_the_same_json(report_run, recorded):
+    """--record DIR then --input DIR: the same report without the server."""
+    replayed = gpustack_report("--input", str(recorded))
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == report_run.stdout
