@@ -6,11 +6,12 @@ itself), so the server answers from exactly the samples written. Both binaries c
 `prometheus` package (the Makefile's `promtool` target installs it). Without them the tests skip
 locally and fail when CI is set.
 
-OpenMetrics as promtool reads it (prometheus docs/storage.md "Backfilling from OpenMetrics format" and
-cmd/promtool/backfill.go, https://github.com/prometheus/prometheus, read 2026-12-01): a `# TYPE` line per
-metric family, the family's samples together, timestamps in seconds, each series' samples in time order,
-and `# EOF` as the last line. promtool cuts blocks of `--max-block-duration` (hidden flag, default 2h)
-and reads the whole input once per block, so a week or a month is backfilled as one block.
+OpenMetrics as promtool reads it (prometheus docs/storage.md "Backfilling from OpenMetrics format";
+cmd/promtool/backfill.go, https://github.com/prometheus/prometheus at 0184cb8f, read 2026-12-01): a
+`# TYPE` line per metric family, the family's samples together, timestamps in seconds, each series'
+samples in time order, and `# EOF` as the last line. promtool cuts blocks aligned to multiples of
+`--max-block-duration` (a hidden flag, default 2h; checked on Debian's 2.42.0) and parses the whole input
+once per block, so a week takes one or two 744h blocks, and the benchmark's month a day at a time.
 """
 
 from __future__ import annotations

@@ -98,10 +98,9 @@ def test_one_step_ranges_do_not_smear(server, written):
     assert instant[week.at(2, 14, 37)] == by_step[week.at(2, 14, 37)] + 1
 
 
-def test_the_week_shows_what_the_report_must_find(written, facts):
+def test_the_week_shows_what_the_report_must_find(written, facts, expected):
     """The week holds each case the report must show: a floor below replicas.min, a burst, idle spans
     long and short, outside-window hours and a pool without DCGM series."""
-    expected = week.expected_report(written, facts)
     figures = {w["name"]: w for w in expected["workloads"]}
     assert figures["chat"]["replicas"]["floor"] == 2 < figures["chat"]["planned"]["min"] == 4
     assert figures["chat"]["replicas"]["max"] == 6 > figures["chat"]["planned"]["min"]
