@@ -15,7 +15,7 @@ def render_markdown(report: Report) -> str:
         rows.append([code(w.name), words.UNKNOWN if s is None else f"{s.min}/{s.p50}/{s.p95}/{s.max}",
                      words.UNKNOWN if s is None else str(s.floor), f"{w.planned_min}-{w.planned_max}",
                      f"{w.gpus_per_replica:.3g}", words.number(w.gpu_hours), words.number(w.idle_gpu_hours),
-                     words.number(w.outside_window_gpu_hours), words.number(w.fb_used_p95_gib, 2)])
+                     words.outside(w), words.number(w.fb_used_p95_gib, 2)])
     parts.append(table(["workload", "ran min/p50/p95/max", "floor", "planned", "GPUs per replica", "GPU-hours",
                         "idle GPU-hours", "outside-window GPU-hours", "memory p95 GiB"], "lrrrrrrrr", rows))
     parts += ["", "### Pools", ""]

@@ -19,7 +19,7 @@ import yaml
 from gpustack.errors import UsageError
 from gpustack.spec.yamlsource import Document, Path, path_str
 
-_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%-]{0,62}")
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._%/-]{0,62}")
 
 
 @dataclasses.dataclass(frozen=True)

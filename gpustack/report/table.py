@@ -22,8 +22,7 @@ def render_table(report: Report) -> str:
         ran = words.UNKNOWN if s is None else f"{s.min}/{s.p50}/{s.p95}/{s.max}"
         rows.append((w.name, ran, words.UNKNOWN if s is None else str(s.floor), f"{w.planned_min}-{w.planned_max}",
                      f"{w.gpus_per_replica:.3g}", words.number(w.gpu_hours), words.number(w.idle_gpu_hours),
-                     "-" if w.outside_window_gpu_hours is None and w.replicas is not None and w.kind != "notebook"
-                     and w.kind != "fine-tuning" else words.number(w.outside_window_gpu_hours),
+                     words.outside(w),
                      words.number(w.fb_used_p95_gib, 2)))
     lines += _columns(header, rows)
     lines += ["", "Pools (node-hours and cost in the window)"]

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpustack.report.model import CommitmentLine, Finding, Recommendation, Report
+from gpustack.report.model import CommitmentLine, Finding, Recommendation, Report, WorkloadReport
 
 UNKNOWN = "n/a"  # a figure without samples: never 0 (the findings say which series is missing)
 
 
 def number(value: float | None, digits: int = 1) -> str:
     return UNKNOWN if value is None else f"{value:,.{digits}f}"
+
+
+def outside(w: WorkloadReport) -> str:
+    """Outside-window GPU-hours: '-' for a workload without a schedule (nothing to be outside of)."""
+    if w.outside_window_gpu_hours is None and w.replicas is not None:
+        return "-"
+    return number(w.outside_window_gpu_hours)
 
 
 def dollars(value: float | None) -> str:
