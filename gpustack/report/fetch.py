@@ -11,19 +11,25 @@ import array
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from gpustack.report.client import ReportError, Source
 from gpustack.report.queries import Query
-from gpustack.report.window import Window
+from gpustack.report.measure import IdleRuns
+from gpustack.report.window import MAX_POINTS_PER_QUERY, Window
 
 Key = tuple[str, ...]
 NAN = math.nan
 
 
-def _points(source: Source, query: Query, window: Window) -> Iterator[tuple[dict[str, str], list[tuple[int, float]]]]:
-    """(labels, [(step index, value)]) of every series of every chunk of the window."""
-    for first, last in window.chunks():
+# Per-series answers (a point per idle GPU and step) are asked for a day at a time: the answer of one request
+# stays a few hundred thousand points however many GPUs the cluster has.
+PER_SERIES_CHUNK = 1440
+
+
+def _points(source: Source, query: Query, window: Window, chunk: int = MAX_POINTS_PER_QUERY
+            ) -> Iterator[tuple[dict[str, str], list[tuple[int, float]]]]:
+    """(labels, [(step index, value)]) of every series of every chunk of the window, chunk after chunk."""
+    for first, last in window.chunks(chunk):
         start, end = window.step_end(first), window.step_end(last - 1)
         where = f"query {query.name}"
         for series in source.range_query(query.name, query.promql, start, end, window.step):
@@ -55,15 +61,27 @@ def dense(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> 
     return out
 
 
-def steps_per_series(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> dict[Key, list[list[int]]]:
-    """Per `by` labels, for each series (all of its labels), the sorted steps in which it has a sample."""
-    series: dict[tuple[Key, tuple[tuple[str, str], ...]], list[int]] = {}
-    for labels, points in _points(source, query, window):
-        identity = (_key(labels, by), tuple(sorted(labels.items())))
-        series.setdefault(identity, []).extend(index for index, _ in points)
-    out: dict[Key, list[list[int]]] = {}
-    for (key, _), steps in sorted(series.items()):
-        out.setdefault(key, []).append(sorted(steps))
+def present(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> set[Key]:
+    """The `by` labels of every series with at least one sample in the window."""
+    return {_key(labels, by) for labels, points in _points(source, query, window) if points}
+
+
+def idle_steps(source: Source, query: Query, window: Window, by: tuple[str, ...],
+               min_steps: Callable[[Key], int]) -> dict[Key, int]:
+    """Per `by` labels, the steps counted idle over its series (runs of at least `min_steps(key)` steps),
+    folded as the answers arrive: memory grows with the series, not with their samples."""
+    runs: dict[tuple[tuple[str, str], ...], tuple[Key, IdleRuns]] = {}
+    for labels, points in _points(source, query, window, PER_SERIES_CHUNK):
+        identity = tuple(sorted(labels.items()))
+        if identity not in runs:
+            key = _key(labels, by)
+            runs[identity] = (key, IdleRuns(min_steps(key)))
+        counter = runs[identity][1]
+        for index, _ in points:
+            counter.add(index)
+    out: dict[Key, int] = {}
+    for key, counter in runs.values():
+        out[key] = out.get(key, 0) + counter.total()
     return out
 
 
@@ -80,5 +98,3 @@ def value_counts(source: Source, query: Query, window: Window, by: tuple[str, ..
         counts[value] += int(sum(v for _, v in points))
     return out
 
-
-Fetcher = Callable[..., Any]

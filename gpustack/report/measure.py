@@ -49,22 +49,48 @@ def gpu_hours(replicas: Sequence[int], share: float, step_hours: float) -> float
     return sum(replicas) * share * step_hours
 
 
+class IdleRuns:
+    """The idle steps of one utilisation series, fed in ascending order (chunk after chunk): each maximal run
+    of consecutive steps at least `min_steps` long counts whole; a missing step breaks a run."""
+
+    def __init__(self, min_steps: int):
+        self.min_steps = min_steps
+        self.counted = 0
+        self.run = 0
+        self.previous = -2
+
+    def add(self, step: int) -> None:
+        if step == self.previous + 1:
+            self.run += 1
+        else:
+            self.close()
+            self.run = 1
+        self.previous = step
+
+    def close(self) -> None:
+        if self.run >= self.min_steps:
+            self.counted += self.run
+        self.run = 0
+
+    def total(self) -> int:
+        self.close()
+        return self.counted
+
+
 def idle_hours(idle_steps: Iterable[Sequence[int]], weight: float, min_steps: int, step_hours: float) -> float:
     """Per utilisation series, the sorted steps in which it sampled below the threshold while its pod ran;
-    each maximal run of consecutive steps at least `min_steps` long counts whole. A missing step breaks a run."""
+    the steps of its runs at least `min_steps` long, x weight x step hours."""
+    return idle_step_count(idle_steps, min_steps) * weight * step_hours
+
+
+def idle_step_count(idle_steps: Iterable[Sequence[int]], min_steps: int) -> int:
     total = 0
     for steps in idle_steps:
-        run = 0
-        previous = None
+        runs = IdleRuns(min_steps)
         for step in steps:
-            if previous is not None and step == previous + 1:
-                run += 1
-            else:
-                total += run if run >= min_steps else 0
-                run = 1
-            previous = step
-        total += run if run >= min_steps else 0
-    return total * weight * step_hours
+            runs.add(step)
+        total += runs.total()
+    return total
 
 
 def min_idle_steps(for_seconds: int, step_seconds: int) -> int:

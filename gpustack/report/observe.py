@@ -61,31 +61,38 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
     for w in workloads:
         by_namespace.setdefault(w.namespace, []).append(w.name)
     by = ("namespace", queries.WORKLOAD)
-    labelled = fetch.dense(source, queries.pods_labelled(step, by_namespace), window, by)
+    labelled = fetch.present(source, queries.pods_labelled(step, by_namespace), window, by)
     running = fetch.dense(source, queries.pods_running(step, by_namespace), window, by)
 
     exporters = sorted({exporter(plan, w.name) for w in workloads})
-    present: dict[str, dict[fetch.Key, array.array[float]]] = {}
+    present: dict[str, set[fetch.Key]] = {}
     memory: dict[str, dict[fetch.Key, Counter[float]]] = {}
-    idle: dict[tuple[str, float], dict[fetch.Key, list[list[int]]]] = {}
+    idle: dict[tuple[str, float], dict[fetch.Key, int]] = {}
+    by_name = {w.name: w for w in workloads}
+
+    def min_steps(key: fetch.Key) -> int:
+        known = by_name.get(key[1])
+        seconds = known.idle.for_seconds if known is not None and known.idle else DEFAULT_IDLE_FOR
+        return measure.min_idle_steps(seconds, window.step)
+
     for name in exporters:
         mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
         mine = {ns: names for ns, names in mine.items() if names}
-        present[name] = fetch.dense(source, queries.utilisation_present(name, step, mine), window, by)
+        present[name] = fetch.present(source, queries.utilisation_present(name, step, mine), window, by)
         memory[name] = fetch.value_counts(source, queries.memory_values(name, step, mine), window, by, "mib")
         for below in sorted({_below(spec.workload(w)) for names in mine.values() for w in names}):
             group = {ns: [w for w in names if _below(spec.workload(w)) == below] for ns, names in mine.items()}
             group = {ns: names for ns, names in group.items() if names}
-            idle[(name, below)] = fetch.steps_per_series(
-                source, queries.idle_samples(name, step, group, below), window, by)
+            idle[(name, below)] = fetch.idle_steps(
+                source, queries.idle_samples(name, step, group, below), window, by, min_steps)
 
     findings: list[Finding] = []
     reports = []
     for w in sorted(workloads, key=lambda w: w.name):
         key = (w.namespace, w.name)
         via = exporter(plan, w.name)
-        reports.append(_workload(w, plan, window, floor_quantile, labelled.get(key), running.get(key),
-                                 present[via].get(key), memory[via].get(key), idle[(via, _below(w))].get(key, []),
+        reports.append(_workload(w, plan, window, floor_quantile, key in labelled, running.get(key),
+                                 key in present[via], memory[via].get(key), idle[(via, _below(w))].get(key, 0),
                                  via, findings))
     pools = _pools(plan, source, window, step, by_namespace, findings)
     return Observed(tuple(reports), pools, tuple(findings))
@@ -96,13 +103,12 @@ def _below(workload: Workload) -> float:
 
 
 def _workload(w: Workload, plan: TargetPlan, window: Window, floor_quantile: float,
-              labelled: array.array[float] | None, running: array.array[float] | None,
-              present: array.array[float] | None, memory: Counter[float] | None, idle_steps: list[list[int]],
-              via: str, findings: list[Finding]) -> WorkloadReport:
+              labelled: bool, running: array.array[float] | None, present: bool, memory: Counter[float] | None,
+              idle_steps: int, via: str, findings: list[Finding]) -> WorkloadReport:
     gpus_per_replica = share(plan, w.name)
     empty = WorkloadReport(w.name, w.namespace, w.kind, None, w.replicas.min, w.replicas.max, gpus_per_replica,
                            None, None, None, None)
-    if labelled is None or not any(v == v for v in labelled):
+    if not labelled:
         findings.append(Finding("missing-series", f"no kube_pod_labels series with label_gpustack_dev_workload="
                                 f"{w.name} in namespace {w.namespace} in the window: no figure for this workload. "
                                 f"Run {KSM_PODS}, and label its pods gpustack.dev/workload={w.name}", workload=w.name))
@@ -119,13 +125,11 @@ def _workload(w: Workload, plan: TargetPlan, window: Window, floor_quantile: flo
                                     f"({w.schedule.days} {w.schedule.hours} {w.schedule.timezone}): its auto-stop did "
                                     "not stop it", workload=w.name))
     idle_hours = fb = None
-    if present is None or not any(v == v for v in present):
+    if not present:
         findings.append(Finding("missing-series", _missing_utilisation(w, plan, via), workload=w.name))
     else:
-        whole = gpus_per_replica >= 1 and not w.fractional
-        for_seconds = w.idle.for_seconds if w.idle else DEFAULT_IDLE_FOR
-        idle_hours = measure.idle_hours(idle_steps, 1.0 if whole else gpus_per_replica,
-                                        measure.min_idle_steps(for_seconds, window.step), window.step_hours)
+        whole = gpus_per_replica >= 1 and not w.fractional  # a series is one GPU; a shared one, the share
+        idle_hours = idle_steps * (1.0 if whole else gpus_per_replica) * window.step_hours
     if memory:
         value = measure.nearest_rank(memory, 0.95)
         fb = None if value is None else value / MIB_PER_GIB

@@ -68,10 +68,11 @@ class Window:
     def step_end(self, index: int) -> int:
         return self.start + (index + 1) * self.step
 
-    def chunks(self) -> list[tuple[int, int]]:
-        """(first step, last step + 1) of each query_range call, at most MAX_POINTS_PER_QUERY steps each."""
-        return [(first, min(self.steps, first + MAX_POINTS_PER_QUERY))
-                for first in range(0, self.steps, MAX_POINTS_PER_QUERY)]
+    def chunks(self, size: int = MAX_POINTS_PER_QUERY) -> list[tuple[int, int]]:
+        """(first step, last step + 1) of each query_range call, at most `size` (<= MAX_POINTS_PER_QUERY) steps
+        each."""
+        size = min(size, MAX_POINTS_PER_QUERY)
+        return [(first, min(self.steps, first + size)) for first in range(0, self.steps, size)]
 
     @staticmethod
     def iso(moment: int) -> str:
