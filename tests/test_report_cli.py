@@ -16,7 +16,7 @@ from gpustack.report.build import build_report
 from gpustack.report.recommend import spec_planner
 from gpustack.report.window import make_window
 from gpustack.spec import load_spec, load_text
-from tests.report_answers import NamedAnswers, series, serve
+from report_answers import NamedAnswers, series, serve
 
 SPEC = """\
 # The serving platform: comments and key order must survive --write-spec
@@ -234,3 +234,24 @@ def test_a_spec_error_is_located(capsys: pytest.CaptureFixture[str], tmp_path: P
     bad.write_text(SPEC.replace("kind: notebook", "kind: notebok"))
     code, _, err = _report(capsys, str(bad), "--target", "aws-prod", "--prometheus", "http://127.0.0.1:9")
     assert code == 2 and f"{bad}:24:11: workloads[2].kind" in err and "did you mean 'notebook'" in err
+
+
+def test_the_same_window_gives_the_same_bytes(capsys: pytest.CaptureFixture[str], spec: Path, url: str) -> None:
+    common = [str(spec), "--target", "aws-prod", "--since", "1d", "--until", UNTIL, "--prometheus", url]
+    for fmt in ("json", "table", "markdown"):
+        first = _report(capsys, *common, "--format", fmt)
+        assert _report(capsys, *common, "--format", fmt) == first
+
+
+def test_docs_name_every_query_and_finding() -> None:
+    import re
+
+    from conftest import ROOT
+
+    docs = (ROOT / "docs" / "report.md").read_text()
+    source = (ROOT / "gpustack" / "report" / "observe.py").read_text()
+    for kind in sorted(set(re.findall(r'Finding\("([a-z-]+)"', source))):
+        assert f"| `{kind}` |" in docs, kind
+    queries = (ROOT / "gpustack" / "report" / "queries.py").read_text()
+    for name in sorted(set(re.findall(r'Query\(f?"([a-z-]+)', queries))):
+        assert f"`{name}" in docs, name

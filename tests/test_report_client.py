@@ -50,13 +50,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(200, json.dumps(MATRIX).encode())
 
     def _send(self, code: int, body: bytes, location: str | None = None) -> None:
-        self.send_response(code)
-        if location:
-            self.send_header("Location", location)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(code)
+            if location:
+                self.send_header("Location", location)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (the timeout test)
 
 
 @pytest.fixture
@@ -179,3 +182,17 @@ def test_a_sample_must_be_time_and_text() -> None:
         {"metric": {}, "values": [[1, 2]]}]}}).encode()
     with pytest.raises(ReportError, match="not \\[time"):
         matrix_answer(bad, "x")
+
+
+def test_a_recorded_answer_must_be_a_regular_file(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / answer_file("q", "up", 120, 180, 60))
+    with pytest.raises(ReportError, match="is not a regular file"):
+        RecordedSource(tmp_path).range_query("q", "up", 120, 180, 60)
+
+
+def test_a_record_folder_that_cannot_be_made_is_named(server: str, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ReportError, match=r"--record .*file: cannot be created"):
+        _ask(PrometheusSource(f"{server}/ok", record=tmp_path / "file"))

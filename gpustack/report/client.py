@@ -153,11 +153,13 @@ class PrometheusSource(Source):
         raw = self._fetch(request, endpoint)
         result = matrix_answer(raw, endpoint)
         if self.record is not None:
-            self.record.mkdir(parents=True, exist_ok=True)
             try:  # the body as received: it was checked as UTF-8 JSON above
+                self.record.mkdir(parents=True, exist_ok=True)
                 write_atomically(self.record / answer_file(name, query, start, end, step), raw.decode("utf-8"))
             except FileRefused as exc:
                 raise ReportError(f"--record: {exc}") from None
+            except OSError as exc:
+                raise ReportError(f"--record {self.record}: cannot be created ({exc.strerror or exc})") from None
         return result
 
     def _fetch(self, request: urllib.request.Request, endpoint: str) -> bytes:

@@ -71,8 +71,9 @@ def price(spec: Spec, text: str, base: Plan, target: str, measured: Sequence[Wor
     for report in measured:
         for candidate in candidates(spec, spec.workload(report.name), report, floor_quantile):
             cost = _planned(planner, written.apply(candidate.edits), target)
-            # A lower floor the planner prices at no saving still shrinks the commitment to buy: kept.
-            least = -0.005 if candidate.field == "replicas.min" else 0.005
+            # A lower floor the planner prices at no saving still shrinks the commitment to buy, and the planner
+            # cannot price `idle:` (when a workload idles is not known in advance): both kept at no saving.
+            least = -0.005 if candidate.field in ("replicas.min", "idle") else 0.005
             if cost is None or before - cost <= least:
                 continue
             found.append((candidate, before - cost))
@@ -148,7 +149,8 @@ def candidates(spec: Spec, workload: Workload, report: WorkloadReport, floor_qua
         elif (workload.kind in IDLE_KINDS and workload.idle is None and workload.schedule is None
               and workload.replicas.min == 0):
             out.append(Candidate(workload.name, "idle", None, dict(IDLE), (Edit(where + ("idle",), dict(IDLE), add=True),),
-                                 f"{idle_share:.0%} of its GPU-hours were idle: scale it to zero when idle"))
+                                 f"{idle_share:.0%} of its GPU-hours were idle: scale it to zero when idle (the planner prices no "
+                                 "saving for it: when a workload idles is not known in advance)"))
     return out
 
 
