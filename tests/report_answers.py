@@ -63,7 +63,14 @@ def serve(answers: NamedAnswers) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(body)
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with local_server(Handler) as url:
+        yield url
+
+
+@contextmanager
+def local_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 (a free port) in a thread, stopped on exit; yields its URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from report_answers import local_server
 
 from gpustack.report.client import (
     PrometheusSource, RecordedSource, ReportError, answer_file, matrix_answer, parse_headers, read_token,
@@ -64,15 +64,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     _Handler.seen = []
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with local_server(_Handler) as url:
+        yield url
 
 
 def _ask(source: PrometheusSource) -> object:

@@ -10,6 +10,7 @@ import dataclasses
 import json
 from typing import Any
 
+from gpustack.plan.model import CommitmentRecommendation
 from gpustack.report.measure import ReplicaStats
 
 
@@ -60,22 +61,10 @@ class Finding:
 
 
 @dataclasses.dataclass(frozen=True)
-class CommitmentLine:
-    instrument: str
-    term: str
-    instance_type: str
-    quantity: int
-    gpus: int
-    monthly_saving_usd: float | None
-    break_even_utilisation: float | None
-    source: str
-
-
-@dataclasses.dataclass(frozen=True)
 class CommitmentReport:
     floors: tuple[tuple[str, int], ...]  # workload -> the replicas.min planned for it (measured where known)
-    planned: tuple[CommitmentLine, ...]  # the plan's recommendation for the spec as written
-    measured: tuple[CommitmentLine, ...]  # re-planned on the measured floors
+    planned: tuple[CommitmentRecommendation, ...]  # the plan's, for the spec as written
+    measured: tuple[CommitmentRecommendation, ...]  # the plan's, for the spec re-planned on the measured floors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,7 +145,7 @@ def _finding(f: Finding) -> dict[str, Any]:
     return out
 
 
-def _commitment(c: CommitmentLine) -> dict[str, Any]:
+def _commitment(c: CommitmentRecommendation) -> dict[str, Any]:
     return {"instrument": c.instrument, "term": c.term, "instance_type": c.instance_type, "quantity": c.quantity,
             "gpus": c.gpus, "monthly_saving_usd": usd(c.monthly_saving_usd),
             "break_even_utilisation": None if c.break_even_utilisation is None else round(c.break_even_utilisation, 4),

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from gpustack.errors import SpecError
 from gpustack.plan import Plan, build_plan
-from gpustack.report.model import CommitmentLine, CommitmentReport, Recommendation, WorkloadReport
+from gpustack.plan.model import CommitmentRecommendation
+from gpustack.report.model import CommitmentReport, Recommendation, WorkloadReport
 from gpustack.report.specedit import Edit, SpecText
 from gpustack.spec import Spec
 from gpustack.spec.model import IDLE_KINDS, SCHEDULABLE_KINDS, Workload
@@ -206,7 +207,5 @@ def _commitment(written: SpecText, base: Plan, target: str, measured: Sequence[W
     return CommitmentReport(tuple(sorted(floor_of.items())), planned, resized)
 
 
-def _lines(plan: Plan, target: str) -> tuple[CommitmentLine, ...]:
-    return tuple(CommitmentLine(c.instrument, c.term, c.instance_type, c.quantity, c.gpus, c.monthly_saving_usd,
-                                c.break_even_utilisation, c.source)
-                 for c in plan.target(target).cost.commitment_recommendations)
+def _lines(plan: Plan, target: str) -> tuple[CommitmentRecommendation, ...]:
+    return plan.target(target).cost.commitment_recommendations

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpustack.report.model import CommitmentLine, Finding, Recommendation, Report, WorkloadReport
+from gpustack.plan.model import CommitmentRecommendation
+from gpustack.report.model import Finding, Recommendation, Report, WorkloadReport
 
 UNKNOWN = "n/a"  # a figure without samples: never 0 (the findings say which series is missing)
 
@@ -47,7 +48,7 @@ def finding(f: Finding) -> str:
     return f"{f.kind}: {subject}: {f.message}"
 
 
-def commitment(c: CommitmentLine) -> str:
+def commitment(c: CommitmentRecommendation) -> str:
     saving = "a negotiated rate" if c.monthly_saving_usd is None else f"saves {dollars(c.monthly_saving_usd)}/month"
     even = "" if c.break_even_utilisation is None else f", pays off above {c.break_even_utilisation:.0%} use"
     return f"{c.instrument} {c.term}: {c.quantity} x {c.instance_type} ({c.gpus} GPUs), {saving}{even} [{c.source}]"
