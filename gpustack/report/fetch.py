@@ -62,8 +62,10 @@ def dense(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> 
 
 
 def present(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> set[Key]:
-    """The `by` labels of every series with at least one sample in the window."""
-    return {_key(labels, by) for labels, points in _points(source, query, window) if points}
+    """The `by` labels of every series the query (its range functions over the whole window) answers at the
+    window's end: one evaluation instead of one per step."""
+    answer = source.range_query(query.name, query.promql, window.end, window.end, window.step)
+    return {_key(series["metric"], by) for series in answer if series["values"]}
 
 
 def idle_steps(source: Source, query: Query, window: Window, by: tuple[str, ...],

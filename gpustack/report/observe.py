@@ -61,7 +61,8 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
     for w in workloads:
         by_namespace.setdefault(w.namespace, []).append(w.name)
     by = ("namespace", queries.WORKLOAD)
-    labelled = fetch.present(source, queries.pods_labelled(step, by_namespace), window, by)
+    whole = f"{window.end - window.start}s"  # presence over the window: read once at its end
+    labelled = fetch.present(source, queries.pods_labelled(whole, by_namespace), window, by)
     running = fetch.dense(source, queries.pods_running(step, by_namespace), window, by)
 
     exporters = sorted({exporter(plan, w.name) for w in workloads})
@@ -78,7 +79,7 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
     for name in exporters:
         mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
         mine = {ns: names for ns, names in mine.items() if names}
-        present[name] = fetch.present(source, queries.utilisation_present(name, step, mine), window, by)
+        present[name] = fetch.present(source, queries.utilisation_present(name, whole, mine), window, by)
         memory[name] = fetch.value_counts(source, queries.memory_values(name, step, mine), window, by, "mib")
         for below in sorted({_below(spec.workload(w)) for names in mine.values() for w in names}):
             group = {ns: [w for w in names if _below(spec.workload(w)) == below] for ns, names in mine.items()}

@@ -59,8 +59,14 @@ def workload_pods(step: str, by_namespace: Mapping[str, Iterable[str]], keep: st
     return f"max by ({keep}, {WORKLOAD}) ({selector})"
 
 
-def _running(step: str, keep: str) -> str:
-    return f'max by ({keep}) (max_over_time(kube_pod_status_phase{{phase="Running"}}[{step}]))'
+def _namespaces(by_namespace: Mapping[str, Iterable[str]]) -> str:
+    """The workloads' namespaces as a selector matcher: series of other namespaces are never read."""
+    return f'namespace=~"{_alternatives(by_namespace)}"'
+
+
+def _running(step: str, keep: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
+    return (f'max by ({keep}) (max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}'
+            f"[{step}]))")
 
 
 def pods_labelled(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
@@ -69,29 +75,29 @@ def pods_labelled(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query
 
 
 def pods_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    running = _running(step, "namespace, pod, uid")
+    running = _running(step, "namespace, pod, uid", by_namespace)
     return Query("pods-running",
                  f"sum by (namespace, {WORKLOAD}) (({running} == 1) * on (namespace, pod, uid) group_left ({WORKLOAD}) "
                  f"{workload_pods(step, by_namespace)})",
                  "kube-state-metrics kube_pod_status_phase, kube_pod_labels")
 
 
-def dcgm_utilisation(step: str) -> str:
+def dcgm_utilisation(step: str, namespaces: str) -> str:
     """Percent per GPU or MIG instance: GPU_UTIL for whole and time-sliced GPUs, engine activity x 100 for MIG."""
-    return (f'(max_over_time(DCGM_FI_DEV_GPU_UTIL{{GPU_I_ID=""}}[{step}]) or '
-            f'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_ID!=""}}[{step}]) * 100)')
+    return (f'(max_over_time(DCGM_FI_DEV_GPU_UTIL{{GPU_I_ID="", {namespaces}}}[{step}]) or '
+            f'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_ID!="", {namespaces}}}[{step}]) * 100)')
 
 
-def hami_utilisation(step: str) -> str:
-    return f"max_over_time(hami_container_device_utilization_ratio[{step}])"
+def hami_utilisation(step: str, namespaces: str) -> str:
+    return f"max_over_time(hami_container_device_utilization_ratio{{{namespaces}}}[{step}])"
 
 
-def dcgm_memory_mib(step: str) -> str:
-    return f"max_over_time(DCGM_FI_DEV_FB_USED[{step}])"
+def dcgm_memory_mib(step: str, namespaces: str) -> str:
+    return f"max_over_time(DCGM_FI_DEV_FB_USED{{{namespaces}}}[{step}])"
 
 
-def hami_memory_mib(step: str) -> str:
-    return f"(max_over_time(hami_vgpu_memory_used_bytes[{step}]) / 1048576)"
+def hami_memory_mib(step: str, namespaces: str) -> str:
+    return f"(max_over_time(hami_vgpu_memory_used_bytes{{{namespaces}}}[{step}]) / 1048576)"
 
 
 UTILISATION = {"dcgm": dcgm_utilisation, "hami": hami_utilisation}
@@ -102,16 +108,16 @@ SOURCES = {"dcgm": "DCGM exporter", "hami": "HAMi vGPU monitor"}
 def utilisation_present(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
     mine = workload_pods(step, by_namespace, keep="namespace, pod")
     return Query(f"utilisation-{exporter}",
-                 f"count by (namespace, {WORKLOAD}) ({UTILISATION[exporter](step)} * on (namespace, pod) "
+                 f"count by (namespace, {WORKLOAD}) ({UTILISATION[exporter](step, _namespaces(by_namespace))} * on (namespace, pod) "
                  f"group_left ({WORKLOAD}) {mine})", SOURCES[exporter])
 
 
 def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], below: float) -> Query:
     """Per utilisation series, a point in each step where it is below `below` while its pod runs."""
     mine = workload_pods(step, by_namespace, keep="namespace, pod")
-    quiet = f"({UTILISATION[exporter](step)} < {below:g})"
+    quiet = f"({UTILISATION[exporter](step, _namespaces(by_namespace))} < {below:g})"
     return Query(f"idle-{exporter}-{below:g}",
-                 f"({quiet} and on (namespace, pod) ({_running(step, 'namespace, pod')} == 1)) * on (namespace, pod) "
+                 f"({quiet} and on (namespace, pod) ({_running(step, 'namespace, pod', by_namespace)} == 1)) * on (namespace, pod) "
                  f"group_left ({WORKLOAD}) {mine}", SOURCES[exporter])
 
 
@@ -120,7 +126,7 @@ def memory_values(exporter: str, step: str, by_namespace: Mapping[str, Iterable[
     grouped by value, so the percentile over all samples is exact without one series per GPU)."""
     mine = workload_pods(step, by_namespace, keep="namespace, pod")
     return Query(f"memory-{exporter}",
-                 f'count_values by (namespace, {WORKLOAD}) ("mib", {MEMORY[exporter](step)} * on (namespace, pod) '
+                 f'count_values by (namespace, {WORKLOAD}) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))} * on (namespace, pod) '
                  f"group_left ({WORKLOAD}) {mine})", SOURCES[exporter])
 
 
@@ -133,8 +139,9 @@ def pool_nodes(step: str, pools: Iterable[str]) -> Query:
 def pool_nodes_busy(step: str, pools: Iterable[str], by_namespace: Mapping[str, Iterable[str]]) -> Query:
     """Nodes of the pools that run at least one running pod of the spec's workloads, per step."""
     nodes = f'max by (node, {POOL}) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}]))'
-    placed = 'max by (namespace, pod, uid, node) (max_over_time(kube_pod_info{node!=""}[' + step + "]))"
-    running = f"({_running(step, 'namespace, pod, uid')} == 1)"
+    placed = (f'max by (namespace, pod, uid, node) (max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}'
+              f"[{step}]))")
+    running = f"({_running(step, 'namespace, pod, uid', by_namespace)} == 1)"
     # `and` keeps the left side's labels (node); one-to-one `*` with on() would keep only the on() labels.
     pods = f"{placed} and on (namespace, pod, uid) {running} and on (namespace, pod, uid) " \
            f"{workload_pods(step, by_namespace)}"
