@@ -64,8 +64,9 @@ def _answers() -> NamedAnswers:
     plan = build_plan(load_text(SPEC, "spec.yaml")).target("aws-prod")
     idle = [series({"namespace": "default", "pod": f"lab-{k}", "gpu": "0", WL: "lab"}, dict.fromkeys(every, 3),
                    START, STEP) for k in range(4)]
-    memory = [series({"namespace": "default", WL: "embed", "mib": "1000"}, dict.fromkeys(every, 1), START, STEP),
-              series({"namespace": "default", WL: "chat", "mib": "9000"}, dict.fromkeys(every, 2), START, STEP)]
+    # memory: samples per value over the window, one point at its end
+    memory = [series({"namespace": "default", WL: "embed", "mib": "1000"}, {STEPS - 1: STEPS}, START, STEP),
+              series({"namespace": "default", WL: "chat", "mib": "9000"}, {STEPS - 1: 2 * STEPS}, START, STEP)]
     nodes = [series({POOL: p.name}, {i: max(p.min_nodes, 1) for i in every}, START, STEP) for p in plan.pools]
     return NamedAnswers({
         "pods-labelled": per_workload({"chat": 2, "embed": 1, "lab": 4}),
@@ -213,6 +214,7 @@ def test_table_fits_120_columns_and_markdown_renders(capsys: pytest.CaptureFixtu
     (["--step", "0m"], "--step '0m' is not a duration"),
     (["--until", "yesterday"], "--until 'yesterday' is not a time"),
     (["--until", "2026-11-30T00:00:00"], "RFC 3339 with a zone"),
+    (["--until", "2026-11-30T00:00:30Z"], "is not a whole number of --step 1m since 1970-01-01T00:00:00Z"),
     (["--since", "90s", "--step", "1m"], "--since 90s is not a whole number of --step 1m"),
     (["--target", "aws-prd"], "no target 'aws-prd' in the spec (did you mean 'aws-prod'?)"),
     (["--header", "X: a\nb"], "is not 'Name: value'"),

@@ -39,11 +39,7 @@ def _points(source: Source, query: Query, window: Window, chunk: int = MAX_POINT
                 index = round(offset / window.step) - 1
                 if abs(offset - (index + 1) * window.step) > 1e-3 or not first <= index < last:
                     raise ReportError(f"{where}: a sample at {moment} is not at the end of one of the asked steps")
-                try:
-                    value = float(text)
-                except ValueError:
-                    raise ReportError(f"{where}: the sample {text[:30]!r} is not a number") from None
-                points.append((index, value))
+                points.append((index, _number(text, query)))
             yield series["metric"], points
 
 
@@ -89,14 +85,23 @@ def idle_steps(source: Source, query: Query, window: Window, by: tuple[str, ...]
 
 def value_counts(source: Source, query: Query, window: Window, by: tuple[str, ...], label: str
                  ) -> dict[Key, Counter[float]]:
-    """Per `by` labels, how many samples held each value (a count_values answer: the value is in `label`)."""
+    """Per `by` labels, how many samples held each value (the value is in `label`), from a query summed over
+    the window and evaluated once, at its end."""
     out: dict[Key, Counter[float]] = {}
-    for labels, points in _points(source, query, window):
+    for series in source.range_query(query.name, query.promql, window.end, window.end, window.step):
+        labels = series["metric"]
         try:
             value = float(labels[label])
         except (KeyError, ValueError):
             raise ReportError(f"query {query.name}: a series has no numeric {label!r} label") from None
         counts = out.setdefault(_key(labels, by), Counter())
-        counts[value] += int(sum(v for _, v in points))
+        for _, text in series["values"]:
+            counts[value] += int(_number(text, query))
     return out
 
+
+def _number(text: str, query: Query) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ReportError(f"query {query.name}: the sample {text[:30]!r} is not a number") from None

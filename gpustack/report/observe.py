@@ -62,6 +62,7 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
         by_namespace.setdefault(w.namespace, []).append(w.name)
     by = ("namespace", queries.WORKLOAD)
     whole = f"{window.end - window.start}s"  # presence over the window: read once at its end
+    subquery = f"{window.end - window.start - window.step // 2}s"  # evaluated at each step's end, once
     labelled = fetch.present(source, queries.pods_labelled(whole, by_namespace), window, by)
     running = fetch.dense(source, queries.pods_running(step, by_namespace), window, by)
 
@@ -80,7 +81,7 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
         mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
         mine = {ns: names for ns, names in mine.items() if names}
         present[name] = fetch.present(source, queries.utilisation_present(name, whole, mine), window, by)
-        memory[name] = fetch.value_counts(source, queries.memory_values(name, step, mine), window, by, "mib")
+        memory[name] = fetch.value_counts(source, queries.memory_values(name, step, subquery, mine), window, by, "mib")
         for below in sorted({_below(spec.workload(w)) for names in mine.values() for w in names}):
             group = {ns: [w for w in names if _below(spec.workload(w)) == below] for ns, names in mine.items()}
             group = {ns: names for ns, names in group.items() if names}

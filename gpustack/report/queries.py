@@ -121,13 +121,16 @@ def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[s
                  f"group_left ({WORKLOAD}) {mine}", SOURCES[exporter])
 
 
-def memory_values(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    """How many of the workload's memory series hold each value in each step (count_values keeps every sample,
-    grouped by value, so the percentile over all samples is exact without one series per GPU)."""
+def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
+    """How many of the workload's memory samples in the window held each value: `count_values` per step (the
+    value as a label), summed over the window's steps in a subquery, so the answer is one point per workload
+    and value, and the percentile over every sample is exact without one series per GPU. `window` is the
+    subquery's range: the window less half a step, so its evaluations are exactly the steps' ends whether
+    the server's ranges include their start (Prometheus 2) or not (3)."""
     mine = workload_pods(step, by_namespace, keep="namespace, pod")
-    return Query(f"memory-{exporter}",
-                 f'count_values by (namespace, {WORKLOAD}) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))} * on (namespace, pod) '
-                 f"group_left ({WORKLOAD}) {mine})", SOURCES[exporter])
+    per_step = (f'count_values by (namespace, {WORKLOAD}) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))} '
+                f"* on (namespace, pod) group_left ({WORKLOAD}) {mine})")
+    return Query(f"memory-{exporter}", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
 
 
 def pool_nodes(step: str, pools: Iterable[str]) -> Query:

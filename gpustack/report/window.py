@@ -83,6 +83,11 @@ def make_window(since: str, until: str, step: str, now: datetime.datetime | None
     since_seconds = parse_duration("--since", since)
     step_seconds = parse_duration("--step", step)
     end = parse_until(until, now)
+    if until == "now":
+        end -= end % step_seconds  # whole steps since the epoch, as Prometheus aligns subqueries
+    elif end % step_seconds:
+        raise UsageError(f"--until {until} is not a whole number of --step {step} since 1970-01-01T00:00:00Z: "
+                         "steps end where Prometheus evaluates them (e.g. a whole minute for 1m)")
     if since_seconds % step_seconds:
         raise UsageError(f"--since {since} is not a whole number of --step {step}: the window is cut into equal steps")
     if since_seconds // step_seconds > MAX_STEPS:
