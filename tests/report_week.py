@@ -516,3 +516,26 @@ def expected_report(all_series: list[Series], facts: PlanFacts, floor_quantile: 
     return {"target": TARGET, "window": {"start": START.strftime("%Y-%m-%dT%H:%M:%SZ"), "end": UNTIL,
                                          "step_seconds": STEP_S},
             "workloads": workloads, "pools": pools}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python tests/report_week.py [REPORT OPTIONS]`: serve the week and run `gpustack report` on it
+    (default `--format table`), e.g. for the worked example of docs/report.md."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from prometheus_server import prometheus_from_openmetrics
+
+    extra = list(sys.argv[1:] if argv is None else argv) or ["--format", "table"]
+    facts = plan_facts()
+    with tempfile.TemporaryDirectory(prefix="gpustack-week-") as workdir:
+        openmetrics = Path(workdir) / "week.om"
+        write_openmetrics(week_series(facts), openmetrics)
+        with prometheus_from_openmetrics(openmetrics, Path(workdir)) as server:
+            return subprocess.call([sys.executable, "-m", "gpustack", "report", str(SPEC), "--target", TARGET,
+                                    "--prometheus", server.url, "--since", SINCE, "--until", UNTIL, *extra])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
