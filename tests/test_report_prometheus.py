@@ -298,3 +298,18 @@ def test_recorded_answers_replay_the_same_json(report_run, recorded):
     replayed = gpustack_report("--input", str(recorded))
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout == report_run.stdout
+
+
+def test_replicas_min_follows_the_measured_floor(report, expected):
+    [floor] = [r for r in report["recommendations"] if r["workload"] == "chat" and r["field"] == "replicas.min"]
+    chat = next(w for w in expected["workloads"] if w["name"] == "chat")
+    assert (floor["from"], floor["to"]) == (chat["planned"]["min"], chat["replicas"]["floor"])
+
+
+def test_floor_quantile_is_the_share_of_steps(server, written, facts):
+    """--floor-quantile 0.5: chat ran at least 3 replicas in half the week (its days), so its floor is 3."""
+    run = gpustack_report("--prometheus", server.url, extra=("--floor-quantile", "0.5"))
+    assert run.returncode == 0, run.stderr
+    floors = {w["name"]: w["replicas"]["floor"] for w in json.loads(run.stdout)["workloads"]}
+    want = {w["name"]: w["replicas"]["floor"] for w in week.expected_report(written, facts, floor_quantile=0.5)["workloads"]}
+    assert floors == want and want["chat"] == 3
