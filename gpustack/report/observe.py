@@ -10,6 +10,7 @@ device busy with one sharer hides an idle one: the idle figure of time-sliced wo
 from __future__ import annotations
 
 import array
+import concurrent.futures
 import dataclasses
 import math
 from collections import Counter
@@ -24,6 +25,7 @@ from gpustack.spec.model import HOURS_PER_MONTH, Spec, Workload
 DEFAULT_IDLE_BELOW = 10.0  # percent, as the per-pool idle alert
 DEFAULT_IDLE_FOR = 15 * 60
 MIB_PER_GIB = 1024
+QUERY_CONCURRENCY = 4  # requests in flight at once: bounded, and below Prometheus's default of 20 (--query.max-concurrency)
 KSM_PODS = "kube-state-metrics --metric-labels-allowlist=pods=[gpustack.dev/workload]"
 KSM_NODES = "kube-state-metrics --metric-labels-allowlist=nodes=[gpustack.dev/pool]"
 
@@ -63,13 +65,6 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
     by = ("namespace", queries.WORKLOAD)
     whole = f"{window.end - window.start}s"  # presence over the window: read once at its end
     subquery = f"{window.end - window.start - window.step // 2}s"  # evaluated at each step's end, once
-    labelled = fetch.present(source, queries.pods_labelled(whole, by_namespace), window, by)
-    running = fetch.dense(source, queries.pods_running(step, by_namespace), window, by)
-
-    exporters = sorted({exporter(plan, w.name) for w in workloads})
-    present: dict[str, set[fetch.Key]] = {}
-    memory: dict[str, dict[fetch.Key, Counter[float]]] = {}
-    idle: dict[tuple[str, float], dict[fetch.Key, int]] = {}
     by_name = {w.name: w for w in workloads}
 
     def min_steps(key: fetch.Key) -> int:
@@ -77,16 +72,38 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
         seconds = known.idle.for_seconds if known is not None and known.idle else DEFAULT_IDLE_FOR
         return measure.min_idle_steps(seconds, window.step)
 
-    for name in exporters:
-        mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
-        mine = {ns: names for ns, names in mine.items() if names}
-        present[name] = fetch.present(source, queries.utilisation_present(name, whole, mine), window, by)
-        memory[name] = fetch.value_counts(source, queries.memory_values(name, step, subquery, mine), window, by, "mib")
-        for below in sorted({_below(spec.workload(w)) for names in mine.values() for w in names}):
-            group = {ns: [w for w in names if _below(spec.workload(w)) == below] for ns, names in mine.items()}
-            group = {ns: names for ns, names in group.items() if names}
-            idle[(name, below)] = fetch.idle_steps(
-                source, queries.idle_samples(name, step, group, below), window, by, min_steps)
+    # Independent queries run side by side (Prometheus evaluates each on one core); results are taken in a
+    # fixed order, so the report does not depend on which answer comes first.
+    with concurrent.futures.ThreadPoolExecutor(QUERY_CONCURRENCY) as pool:
+        labelled_f = pool.submit(fetch.present, source, queries.pods_labelled(whole, by_namespace), window, by)
+        running_f = pool.submit(fetch.dense, source, queries.pods_running(step, by_namespace), window, by)
+        pool_names = [p.name for p in plan.pools]
+        reserved = [p.name for p in plan.pools if p.reserved_nodes > 0]
+        nodes_f = pool.submit(fetch.dense, source, queries.pool_nodes(step, pool_names), window, (queries.POOL,)) \
+            if pool_names else None
+        busy_f = pool.submit(fetch.dense, source, queries.pool_nodes_busy(step, reserved, by_namespace), window,
+                             (queries.POOL,)) if reserved else None
+        present_f, memory_f, idle_f = {}, {}, {}
+        for name in sorted({exporter(plan, w.name) for w in workloads}):
+            mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
+            mine = {ns: names for ns, names in mine.items() if names}
+            present_f[name] = pool.submit(fetch.present, source, queries.utilisation_present(name, whole, mine),
+                                          window, by)
+            memory_f[name] = pool.submit(fetch.value_counts, source,
+                                         queries.memory_values(name, step, subquery, mine), window, by, "mib")
+            for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
+                group = {ns: [w for w in names if _below(by_name[w]) == below] for ns, names in mine.items()}
+                group = {ns: names for ns, names in group.items() if names}
+                idle_f[(name, below)] = pool.submit(fetch.idle_steps, source,
+                                                    queries.idle_samples(name, step, group, below), window, by,
+                                                    min_steps)
+        labelled = labelled_f.result()
+        running = running_f.result()
+        nodes = nodes_f.result() if nodes_f else {}
+        busy = busy_f.result() if busy_f else {}
+        present = {k: f.result() for k, f in present_f.items()}
+        memory = {k: f.result() for k, f in memory_f.items()}
+        idle = {k: f.result() for k, f in idle_f.items()}
 
     findings: list[Finding] = []
     reports = []
@@ -96,7 +113,7 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
         reports.append(_workload(w, plan, window, floor_quantile, key in labelled, running.get(key),
                                  key in present[via], memory[via].get(key), idle[(via, _below(w))].get(key, 0),
                                  via, findings))
-    pools = _pools(plan, source, window, step, by_namespace, findings)
+    pools = _pools(plan, window, nodes, busy, findings)
     return Observed(tuple(reports), pools, tuple(findings))
 
 
@@ -169,15 +186,8 @@ def _missing_utilisation(w: Workload, plan: TargetPlan, via: str) -> str:
             "Operator's default), scraped with honorLabels: true")
 
 
-def _pools(plan: TargetPlan, source: Source, window: Window, step: str,
-           by_namespace: dict[str, list[str]], findings: list[Finding]) -> tuple[PoolReport, ...]:
-    names = [p.name for p in plan.pools]
-    if not names:
-        return ()
-    by = (queries.POOL,)
-    nodes = fetch.dense(source, queries.pool_nodes(step, names), window, by)
-    reserved = [p.name for p in plan.pools if p.reserved_nodes > 0]
-    busy = fetch.dense(source, queries.pool_nodes_busy(step, reserved, by_namespace), window, by) if reserved else {}
+def _pools(plan: TargetPlan, window: Window, nodes: dict[fetch.Key, array.array[float]],
+           busy: dict[fetch.Key, array.array[float]], findings: list[Finding]) -> tuple[PoolReport, ...]:
     any_nodes = bool(nodes)
     out = []
     for pool in sorted(plan.pools, key=lambda p: p.name):
