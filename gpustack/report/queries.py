@@ -64,9 +64,10 @@ def _namespaces(by_namespace: Mapping[str, Iterable[str]]) -> str:
     return f'namespace=~"{_alternatives(by_namespace)}"'
 
 
-def _running(step: str, keep: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
-    return (f'max by ({keep}) (max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}'
-            f"[{step}]))")
+def _running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
+    """Pods Running in the step, as the right side of `and` (a set operation: duplicates there are harmless, and
+    no aggregation per step is needed)."""
+    return (f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}[{step}]) == 1)')
 
 
 def pods_labelled(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
@@ -75,10 +76,9 @@ def pods_labelled(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query
 
 
 def pods_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    running = _running(step, "namespace, pod, uid", by_namespace)
     return Query("pods-running",
-                 f"sum by (namespace, {WORKLOAD}) (({running} == 1) * on (namespace, pod, uid) group_left ({WORKLOAD}) "
-                 f"{workload_pods(step, by_namespace)})",
+                 f"count by (namespace, {WORKLOAD}) ({workload_pods(step, by_namespace)} and on (namespace, pod, uid) "
+                 f"{_running(step, by_namespace)})",
                  "kube-state-metrics kube_pod_status_phase, kube_pod_labels")
 
 
@@ -117,7 +117,7 @@ def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[s
     mine = workload_pods(step, by_namespace, keep="namespace, pod")
     quiet = f"({UTILISATION[exporter](step, _namespaces(by_namespace))} < {below:g})"
     return Query(f"idle-{exporter}-{below:g}",
-                 f"({quiet} and on (namespace, pod) ({_running(step, 'namespace, pod', by_namespace)} == 1)) * on (namespace, pod) "
+                 f"({quiet} and on (namespace, pod) {_running(step, by_namespace)}) * on (namespace, pod) "
                  f"group_left ({WORKLOAD}) {mine}", SOURCES[exporter])
 
 
@@ -144,7 +144,7 @@ def pool_nodes_busy(step: str, pools: Iterable[str], by_namespace: Mapping[str, 
     nodes = f'max by (node, {POOL}) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}]))'
     placed = (f'max by (namespace, pod, uid, node) (max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}'
               f"[{step}]))")
-    running = f"({_running(step, 'namespace, pod, uid', by_namespace)} == 1)"
+    running = _running(step, by_namespace)
     # `and` keeps the left side's labels (node); one-to-one `*` with on() would keep only the on() labels.
     pods = f"{placed} and on (namespace, pod, uid) {running} and on (namespace, pod, uid) " \
            f"{workload_pods(step, by_namespace)}"
