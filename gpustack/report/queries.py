@@ -53,10 +53,14 @@ def _alternatives(names: Iterable[str]) -> str:
 
 def workload_pods(step: str, by_namespace: Mapping[str, Iterable[str]], keep: str = "namespace, pod, uid") -> str:
     """One series per pod of the workloads (namespace -> names), labelled with its workload."""
+    return f"max by ({keep}, {WORKLOAD}) ({_labelled(step, by_namespace)})"
+
+
+def _labelled(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
+    """The workloads' kube_pod_labels series in the step, as they are (the right side of `and`)."""
     parts = [f'kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"}}'
              for ns, names in sorted(by_namespace.items())]
-    selector = " or ".join(f"max_over_time({p}[{step}])" for p in parts)
-    return f"max by ({keep}, {WORKLOAD}) ({selector})"
+    return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
 
 
 def _namespaces(by_namespace: Mapping[str, Iterable[str]]) -> str:
@@ -142,11 +146,10 @@ def pool_nodes(step: str, pools: Iterable[str]) -> Query:
 def pool_nodes_busy(step: str, pools: Iterable[str], by_namespace: Mapping[str, Iterable[str]]) -> Query:
     """Nodes of the pools that run at least one running pod of the spec's workloads, per step."""
     nodes = f'max by (node, {POOL}) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}]))'
-    placed = (f'max by (namespace, pod, uid, node) (max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}'
-              f"[{step}]))")
-    running = _running(step, by_namespace)
-    # `and` keeps the left side's labels (node); one-to-one `*` with on() would keep only the on() labels.
-    pods = f"{placed} and on (namespace, pod, uid) {running} and on (namespace, pod, uid) " \
-           f"{workload_pods(step, by_namespace)}"
+    placed = f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}[{step}])'
+    # `and` keeps the left side's labels (node); one-to-one `*` with on() would keep only the on() labels. A set
+    # operation needs no aggregation per step: `count by (node)` only asks whether a node has any.
+    pods = f"{placed} and on (namespace, pod, uid) {_running(step, by_namespace)} and on (namespace, pod, uid) " \
+           f"({_labelled(step, by_namespace)})"
     return Query("pool-nodes-busy", f"count by ({POOL}) ({nodes} and on (node) count by (node) ({pods}))",
                  "kube-state-metrics kube_node_labels, kube_pod_info, kube_pod_status_phase, kube_pod_labels")
