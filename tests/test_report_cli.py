@@ -257,3 +257,17 @@ def test_docs_name_every_query_and_finding() -> None:
     queries = (ROOT / "gpustack" / "report" / "queries.py").read_text()
     for name in sorted(set(re.findall(r'Query\(f?"([a-z-]+)', queries))):
         assert f"`{name}" in docs, name
+
+
+def test_docs_hold_the_queries_as_sent() -> None:
+    from conftest import ROOT
+
+    from gpustack.report import queries
+
+    docs = (ROOT / "docs" / "report.md").read_text()
+    mine = {"default": ["chat", "notebooks"]}
+    for query in (queries.pods_running("60s", mine), queries.idle_samples("dcgm", "60s", mine, 10),
+                  queries.memory_values("dcgm", "60s", "604770s", mine),
+                  queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"]),
+                  queries.pool_nodes_busy("60s", ["infer-l4-reserved-g6-xlarge"], mine)):
+        assert f"# {query.name}\n{query.promql}\n" in docs, query.name
