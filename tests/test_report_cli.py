@@ -271,3 +271,24 @@ def test_docs_hold_the_queries_as_sent() -> None:
                   queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"]),
                   queries.pool_nodes_busy("60s", ["infer-l4-reserved-g6-xlarge"], mine)):
         assert f"# {query.name}\n{query.promql}\n" in docs, query.name
+
+
+def test_a_change_to_a_workload_other_targets_run_names_them(tmp_path: Path) -> None:
+    text = SPEC.replace("workloads:\n  # chat", """  - name: aws-dev
+    cloud: aws
+    region: us-east-1
+    cluster: dev
+    settings:
+      subnet_ids: [subnet-0a1b2c3d4e5f60718]
+    workloads: [chat]
+workloads:
+  # chat""")
+    path = tmp_path / "two.yaml"
+    path.write_text(text)
+    loaded = load_spec(path)
+    plan = build_plan(loaded)
+    report, _ = build_report(loaded, text, plan, "aws-prod", _answers(), make_window("1d", UNTIL, "1m"), 0.95,
+                             spec_planner(str(path), (), tmp_path, plan))
+    reasons = {(r.workload, r.field): r.reason for r in report.recommendations}
+    assert reasons[("chat", "replicas.max")].endswith("it also changes the workload on aws-dev (see gpustack diff)")
+    assert "aws-dev" not in reasons[("lab", "schedule")]

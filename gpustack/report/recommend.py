@@ -77,6 +77,10 @@ def price(spec: Spec, text: str, base: Plan, target: str, measured: Sequence[Wor
             least = -0.005 if candidate.field in ("replicas.min", "idle") else 0.005
             if cost is None or before - cost <= least:
                 continue
+            others = [t.name for t in spec.targets if t.name != target and candidate.workload in t.workloads]
+            if others:  # workloads are the spec's, not the target's: the change reaches every target running it
+                candidate = dataclasses.replace(candidate, reason=f"{candidate.reason}; it also changes the "
+                                                f"workload on {', '.join(others)} (see gpustack diff)")
             found.append((candidate, before - cost))
     found.sort(key=lambda pair: (pair[0].workload, pair[0].field))
     edits = merged(e for candidate, _ in found for e in candidate.edits)
