@@ -292,3 +292,56 @@ workloads:
     reasons = {(r.workload, r.field): r.reason for r in report.recommendations}
     assert reasons[("chat", "replicas.max")].endswith("it also changes the workload on aws-dev (see gpustack diff)")
     assert "aws-dev" not in reasons[("lab", "schedule")]
+
+
+FRACTIONAL = SPEC.split("workloads:\n  # chat")[0] + """workloads:
+  - name: embed
+    kind: inference
+    gpu: T4
+    gpu_fraction: 0.5
+    sharing: fractional
+    replicas: 2
+"""
+
+
+def _fractional_report(tmp_path: Path, answers: dict[str, list[dict[str, object]]]) -> dict[str, object]:
+    path = tmp_path / "fractional.yaml"
+    path.write_text(FRACTIONAL)
+    loaded = load_spec(path)
+    plan = build_plan(loaded)
+    report, _ = build_report(loaded, FRACTIONAL, plan, "aws-prod", NamedAnswers(answers),
+                             make_window("1d", UNTIL, "1m"), 0.95, spec_planner(str(path), (), tmp_path, plan))
+    result: dict[str, object] = report.to_dict()
+    return result
+
+
+def test_fractional_pools_are_read_from_hamis_per_container_series(tmp_path: Path) -> None:
+    mine = {"namespace": "default", WL: "embed"}
+    every = range(STEPS)
+    idle = [series({**mine, "pod": f"embed-{k}", "vdevice_index": "0"}, dict.fromkeys(range(60), 2), START, STEP)
+            for k in range(2)]  # the first hour of each pod's container below 10%
+    report = _fractional_report(tmp_path, {
+        "pods-labelled": [series(mine, dict.fromkeys(every, 2), START, STEP)],
+        "pods-running": [series(mine, dict.fromkeys(every, 2), START, STEP)],
+        "utilisation-hami": [series(mine, dict.fromkeys(every, 2), START, STEP)],
+        "idle-hami-10": idle,
+        "memory-hami": [series({**mine, "mib": "2048"}, {STEPS - 1: 2 * STEPS}, START, STEP)],
+    })
+    [embed] = report["workloads"]  # type: ignore[misc]
+    assert embed["gpus_per_replica"] == 0.5
+    assert embed["idle_gpu_hours"] == 1.0  # 2 containers x 1 hour x their 0.5 share
+    assert embed["fb_used_p95_gib"] == 2.0
+
+
+def test_fractional_pools_without_hami_series_are_unknown_with_the_missing_series(tmp_path: Path) -> None:
+    mine = {"namespace": "default", WL: "embed"}
+    report = _fractional_report(tmp_path, {
+        "pods-labelled": [series(mine, dict.fromkeys(range(STEPS), 2), START, STEP)],
+        "pods-running": [series(mine, dict.fromkeys(range(STEPS), 2), START, STEP)],
+        "utilisation-dcgm": [series(mine, dict.fromkeys(range(STEPS), 2), START, STEP)],  # not read for HAMi pools
+    })
+    [embed] = report["workloads"]  # type: ignore[misc]
+    assert embed["gpu_hours"] == 24.0 and embed["idle_gpu_hours"] is None and embed["fb_used_p95_gib"] is None
+    messages = [f["message"] for f in report["findings"] if f.get("workload") == "embed"]  # type: ignore[attr-defined]
+    assert any("hami_container_device_utilization_ratio" in m for m in messages)
+    assert any("hami_vgpu_memory_used_bytes" in m for m in messages)
