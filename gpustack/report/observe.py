@@ -12,6 +12,7 @@ from __future__ import annotations
 import array
 import concurrent.futures
 import dataclasses
+import functools
 import math
 from collections import Counter
 
@@ -64,7 +65,6 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
         by_namespace.setdefault(w.namespace, []).append(w.name)
     by = ("namespace", queries.WORKLOAD)
     whole = f"{window.end - window.start}s"  # presence over the window: read once at its end
-    subquery = f"{window.end - window.start - window.step // 2}s"  # evaluated at each step's end, once
     by_name = {w.name: w for w in workloads}
 
     def min_steps(key: fetch.Key) -> int:
@@ -90,7 +90,8 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
             present_f[name] = pool.submit(fetch.present, source, queries.utilisation_present(name, whole, mine),
                                           window, by)
             memory_f[name] = pool.submit(fetch.value_counts, source,
-                                         queries.memory_values(name, step, subquery, mine), window, by, "mib")
+                                         functools.partial(queries.memory_values, name, step, by_namespace=mine),
+                                         window, by, "mib")
             for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
                 group = {ns: [w for w in names if _below(by_name[w]) == below] for ns, names in mine.items()}
                 group = {ns: names for ns, names in group.items() if names}

@@ -126,11 +126,10 @@ def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[s
 
 
 def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    """How many of the workload's memory samples in the window held each value: `count_values` per step (the
-    value as a label), summed over the window's steps in a subquery, so the answer is one point per workload
-    and value, and the percentile over every sample is exact without one series per GPU. `window` is the
-    subquery's range: the window less half a step, so its evaluations are exactly the steps' ends whether
-    the server's ranges include their start (Prometheus 2) or not (3)."""
+    """How many of the workload's memory samples in `window` (a subquery range, gpustack/report/fetch.py
+    `value_counts`) held each value: `count_values` per step (the value as a label), summed over the steps,
+    so the answer is one point per workload and value, and the percentile over every sample is exact
+    without one series per GPU."""
     mine = workload_pods(step, by_namespace, keep="namespace, pod")
     per_step = (f'count_values by (namespace, {WORKLOAD}) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))} '
                 f"* on (namespace, pod) group_left ({WORKLOAD}) {mine})")
