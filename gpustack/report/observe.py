@@ -98,13 +98,17 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
                 idle_f[(name, below)] = pool.submit(fetch.idle_steps, source,
                                                     queries.idle_samples(name, step, group, below), window, by,
                                                     min_steps)
-        labelled = labelled_f.result()
-        running = running_f.result()
-        nodes = nodes_f.result() if nodes_f else {}
-        busy = busy_f.result() if busy_f else {}
-        present = {k: f.result() for k, f in present_f.items()}
-        memory = {k: f.result() for k, f in memory_f.items()}
-        idle = {k: f.result() for k, f in idle_f.items()}
+        try:
+            labelled = labelled_f.result()
+            running = running_f.result()
+            nodes = nodes_f.result() if nodes_f else {}
+            busy = busy_f.result() if busy_f else {}
+            present = {k: f.result() for k, f in present_f.items()}
+            memory = {k: f.result() for k, f in memory_f.items()}
+            idle = {k: f.result() for k, f in idle_f.items()}
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the answer: ask nothing more
+            raise
 
     findings: list[Finding] = []
     reports = []
