@@ -15,21 +15,22 @@ from collections.abc import Callable, Iterator
 from gpustack.report.client import ReportError, Source
 from gpustack.report.queries import Query
 from gpustack.report.measure import IdleRuns
-from gpustack.report.window import MAX_POINTS_PER_QUERY, Window
+from gpustack.report.window import Window
 
 Key = tuple[str, ...]
 NAN = math.nan
 
 
-# Per-series answers (a point per idle GPU and step) are asked for a day at a time: the answer of one request
-# stays a few hundred thousand points however many GPUs the cluster has.
-PER_SERIES_CHUNK = 1440
+# Steps per request: a day at 1-minute steps. Prometheus would take 11,000 (MAX_POINTS_PER_QUERY), but each
+# request must finish within the client's timeout on a busy server, per-series answers (a point per idle GPU
+# and step) stay a few hundred thousand points, and a subquery holds one chunk on the server at a time.
+CHUNK_STEPS = 1440
 
 
-def _points(source: Source, query: Query, window: Window, chunk: int = MAX_POINTS_PER_QUERY
+def _points(source: Source, query: Query, window: Window
             ) -> Iterator[tuple[dict[str, str], list[tuple[int, float]]]]:
     """(labels, [(step index, value)]) of every series of every chunk of the window, chunk after chunk."""
-    for first, last in window.chunks(chunk):
+    for first, last in window.chunks(CHUNK_STEPS):
         start, end = window.step_end(first), window.step_end(last - 1)
         where = f"query {query.name}"
         for series in source.range_query(query.name, query.promql, start, end, window.step):
@@ -69,7 +70,7 @@ def idle_steps(source: Source, query: Query, window: Window, by: tuple[str, ...]
     """Per `by` labels, the steps counted idle over its series (runs of at least `min_steps(key)` steps),
     folded as the answers arrive: memory grows with the series, not with their samples."""
     runs: dict[tuple[tuple[str, str], ...], tuple[Key, IdleRuns]] = {}
-    for labels, points in _points(source, query, window, PER_SERIES_CHUNK):
+    for labels, points in _points(source, query, window):
         identity = tuple(sorted(labels.items()))
         if identity not in runs:
             key = _key(labels, by)
@@ -91,7 +92,7 @@ def value_counts(source: Source, query_over: Callable[[str], Query], window: Win
     so the subquery's evaluations are exactly the chunk's step ends whether the server's ranges include
     their start (Prometheus 2) or not (3)."""
     out: dict[Key, Counter[float]] = {}
-    for first, last in window.chunks():
+    for first, last in window.chunks(CHUNK_STEPS):
         query = query_over(f"{(last - first) * window.step - window.step // 2}s")
         at = window.step_end(last - 1)
         for series in source.range_query(query.name, query.promql, at, at, window.step):
