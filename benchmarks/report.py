@@ -326,6 +326,22 @@ def _peak_rss_mib(pid: int) -> float:
     return 0.0
 
 
+def slowest(query_log: Path, most: int = 5) -> None:
+    """The queries the server spent longest on (its query log), to see where the time goes."""
+    if not query_log.exists():
+        return
+    entries = []
+    for line in query_log.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+            entries.append((float(entry["stats"]["timings"]["evalTotalTime"]), entry["params"]["query"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    print(f"server: {len(entries)} queries, {sum(t for t, _ in entries):.1f} s of evaluation; the slowest:")
+    for seconds, query in sorted(entries, reverse=True)[:most]:
+        print(f"  {seconds:7.1f} s  {query[:160]}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=30)
@@ -347,7 +363,9 @@ def main(argv: list[str] | None = None) -> None:
     if not (args.reuse and spec_path.exists() and data_dir.exists()):
         load(args, workdir, data_dir, spec_path)
     server_peak = 0.0
-    with prometheus_server(data_dir) as server:
+    query_log = workdir / "queries.log"
+    query_log.unlink(missing_ok=True)
+    with prometheus_server(data_dir, query_log) as server:
         for attempt in range(1, args.runs + 1):
             report = workdir / f"report-{attempt}.json"
             seconds, peak_mib, code = run_report(spec_path, server.url, args.days, report)
@@ -363,6 +381,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{len(answer.get('recommendations', []))} recommendations")
         server_peak = _peak_rss_mib(server.pid)
     print(f"prometheus server peak RSS {server_peak:.0f} MiB")
+    slowest(query_log)
     if args.keep is None:
         shutil.rmtree(workdir)
 

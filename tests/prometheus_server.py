@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -166,12 +167,14 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def prometheus_server(data_dir: Path) -> Iterator[PrometheusServer]:
-    """`prometheus` serving the blocks in `data_dir` on a free 127.0.0.1 port until the block exits."""
+def prometheus_server(data_dir: Path, query_log: Path | None = None) -> Iterator[PrometheusServer]:
+    """`prometheus` serving the blocks in `data_dir` on a free 127.0.0.1 port until the block exits;
+    `query_log`: where the server logs every query with its timings (JSON lines)."""
     require_binaries()
     assert PROMETHEUS is not None
     config = data_dir.parent / f"{data_dir.name}-prometheus.yml"
-    config.write_text("global: {}\nscrape_configs: []\n", encoding="utf-8")
+    log_setting = "{}" if query_log is None else "{query_log_file: " + json.dumps(str(query_log)) + "}"
+    config.write_text(f"global: {log_setting}\nscrape_configs: []\n", encoding="utf-8")
     log_path = data_dir.parent / f"{data_dir.name}-prometheus.log"
     for _attempt in range(3):  # another process may take the free port between the probe and the bind
         port = _free_port()
