@@ -58,11 +58,16 @@ def dense(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> 
     return out
 
 
-def present(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> set[Key]:
-    """The `by` labels of every series the query (its range functions over the whole window) answers at the
-    window's end: one evaluation instead of one per step."""
-    answer = source.range_query(query.name, query.promql, window.end, window.end, window.step)
-    return {_key(series["metric"], by) for series in answer if series["values"]}
+def present(source: Source, query_over: Callable[[str], Query], window: Window, by: tuple[str, ...]) -> set[Key]:
+    """The `by` labels of every series `query_over(range)` (range functions over `range`) answers at the end of
+    some chunk of the window, the range being that chunk: one evaluation per chunk instead of one per step."""
+    found: set[Key] = set()
+    for first, last in window.chunks(CHUNK_STEPS):
+        query = query_over(f"{(last - first) * window.step}s")
+        at = window.step_end(last - 1)
+        found |= {_key(series["metric"], by) for series in source.range_query(query.name, query.promql, at, at,
+                                                                               window.step) if series["values"]}
+    return found
 
 
 def idle_steps(source: Source, query: Query, window: Window, by: tuple[str, ...],

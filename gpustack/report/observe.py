@@ -64,7 +64,6 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
     for w in workloads:
         by_namespace.setdefault(w.namespace, []).append(w.name)
     by = ("namespace", queries.WORKLOAD)
-    whole = f"{window.end - window.start}s"  # presence over the window: read once at its end
     by_name = {w.name: w for w in workloads}
 
     def min_steps(key: fetch.Key) -> int:
@@ -75,7 +74,8 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
     # Independent queries run side by side (Prometheus evaluates each on one core); results are taken in a
     # fixed order, so the report does not depend on which answer comes first.
     with concurrent.futures.ThreadPoolExecutor(QUERY_CONCURRENCY) as pool:
-        labelled_f = pool.submit(fetch.present, source, queries.pods_labelled(whole, by_namespace), window, by)
+        labelled_f = pool.submit(fetch.present, source,
+                                 functools.partial(queries.pods_labelled, by_namespace=by_namespace), window, by)
         running_f = pool.submit(fetch.dense, source, queries.pods_running(step, by_namespace), window, by)
         pool_names = [p.name for p in plan.pools]
         reserved = [p.name for p in plan.pools if p.reserved_nodes > 0]
@@ -87,7 +87,8 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
         for name in sorted({exporter(plan, w.name) for w in workloads}):
             mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
             mine = {ns: names for ns, names in mine.items() if names}
-            present_f[name] = pool.submit(fetch.present, source, queries.utilisation_present(name, whole, mine),
+            present_f[name] = pool.submit(fetch.present, source,
+                                          functools.partial(queries.utilisation_present, name, by_namespace=mine),
                                           window, by)
             memory_f[name] = pool.submit(fetch.value_counts, source,
                                          functools.partial(queries.memory_values, name, step, by_namespace=mine),
