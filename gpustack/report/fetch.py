@@ -1,8 +1,8 @@
 """Running the queries chunk by chunk and folding each answer into per-step values as it arrives.
 
 Only what a measurement needs is kept: dense per-step arrays for the aggregated series (replicas, nodes),
-the steps of each idle series, and value counts for memory, so memory stays bounded by the window's
-steps times the workloads and pools, not by the samples Prometheus returns.
+a run counter per idle series, value counts for memory and sets for presence, so memory stays bounded by
+the window's steps times the workloads and pools, not by the samples Prometheus returns.
 """
 
 from __future__ import annotations
