@@ -16,6 +16,8 @@ What the week holds (spec: tests/data/report/week.yaml; UTC; Berlin is UTC+1 in 
   (counted, idle.for 30m) and for 20 minutes in the afternoon (too short).
 - sandbox (a time-sliced T4 without a schedule): up all week, busy only 13:00-15:00 on weekdays, so the
   report recommends a schedule, priced by the planner.
+- ranker (enforced halves of one L4, HAMi): 2 replicas all week; HAMi's vGPU monitor reports per container
+  (no DCGM series for it); one replica idle on Sunday 01:00-03:00 (counted) and 02:00-02:10 the other (too short).
 - trainer (spot L4s): 2 pods Tuesday 09:00 to Thursday 21:00 (then Succeeded, deleted 10 minutes later);
   its pool has no DCGM exporter, so its idle and memory figures are unknown.
 
@@ -138,6 +140,7 @@ class Pod:
     gpu: Gpu | None = None
     util: Callable[[int], float | None] | None = None  # per running step
     memory_mib: Callable[[int], float | None] | None = None
+    exporter: str = "dcgm"  # or "hami": HAMi's vGPU monitor (fractional pools)
 
     @property
     def uid(self) -> str:
@@ -158,6 +161,7 @@ class PlanFacts:
     embed_pool: str
     notebook_pool: str
     sandbox_pool: str
+    ranker_pool: str
     trainer_pool: str
     gpus_per_replica: dict[str, float]
     usd_per_node_hour: dict[str, float]
@@ -183,6 +187,7 @@ def plan_facts() -> PlanFacts:
         chat_reserved=pool("chat", "reserved"), chat_burst=pool("chat", "on-demand"),
         embed_pool=pool("embed", "reserved"), notebook_pool=pool("notebooks", "on-demand"),
         sandbox_pool=pool("sandbox", "on-demand"),
+        ranker_pool=pool("ranker", "reserved"),
         trainer_pool=pool("trainer", "spot"), gpus_per_replica=shares,
         usd_per_node_hour={p.name: p.price.usd_per_node_hour for p in target.pools},
         monthly_cost_usd={p.name: p.monthly_cost_usd for p in target.pools},
@@ -315,6 +320,20 @@ def cluster(facts: PlanFacts) -> tuple[list[Node], list[Pod]]:
                     "nvidia_com_gpu", 0, 0, STEPS, STEPS, t4, _sandbox_util,
                     lambda i: float(int(noise("sandbox-fb", i, low=4000, high=5200)))))
 
+    ranker_node = "ip-10-0-7-70.ec2.internal"
+    nodes.append(Node(ranker_node, facts.ranker_pool, 0, STEPS))
+    for k in range(2):
+        def ranker_util(i: int, k: int = k) -> float | None:
+            if (k == 0 and at(6, 1) <= i < at(6, 3)) or (k == 1 and at(6, 2) <= i < at(6, 2, 10)):
+                return 0.0
+            return noise("ranker", k, i, low=25, high=65)
+
+        def ranker_memory(i: int, k: int = k) -> float | None:
+            return float(int(noise("ranker-fb", k, i, low=4000, high=6000)))
+        pods.append(Pod("ranker", "serving", f"ranker-6b7c8d9e5f-{_suffix('ranker', k)}", ranker_node, "ReplicaSet",
+                        "ranker-6b7c8d9e5f", "server", "nvidia_com_gpu", 0, 0, STEPS, STEPS, l4, ranker_util,
+                        ranker_memory, "hami"))
+
     train_nodes = [f"ip-10-0-5-{50 + k}.ec2.internal" for k in range(2)]
     nodes += [Node(name, facts.trainer_pool, at(1, 8, 55), at(3, 21, 20)) for name in train_nodes]
     for k, node in enumerate(train_nodes):  # an indexed Job; no DCGM exporter on this pool
@@ -366,6 +385,7 @@ def week_series(facts: PlanFacts) -> list[Series]:
                 span(pod.created, pod.end)))
     for kind, owner, metric, label in (("ReplicaSet", "chat-7d9f8b6c5d", "kube_deployment_spec_replicas", "chat"),
                                        ("ReplicaSet", "embed-5c8d7f9b4a", "kube_deployment_spec_replicas", "embed"),
+                                       ("ReplicaSet", "ranker-6b7c8d9e5f", "kube_deployment_spec_replicas", "ranker"),
                                        ("StatefulSet", "notebooks", "kube_statefulset_replicas", "notebooks"),
                                        ("StatefulSet", "sandbox", "kube_statefulset_replicas", "sandbox")):
         owned = [p for p in pods if p.owner_kind == kind and p.owner_name == owner]
@@ -375,7 +395,7 @@ def week_series(facts: PlanFacts) -> list[Series]:
                           [float(sum(p.created <= i < p.end for p in owned)) for i in range(STEPS)]))
     for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_PROF_GR_ENGINE_ACTIVE"):
         for pod in pods:
-            if pod.gpu is None or pod.util is None or pod.memory_mib is None:
+            if pod.gpu is None or pod.util is None or pod.memory_mib is None or pod.exporter != "dcgm":
                 continue
             mig = pod.gpu.mig_instance is not None
             if (metric == "DCGM_FI_DEV_GPU_UTIL" and mig) or (metric == "DCGM_FI_PROF_GR_ENGINE_ACTIVE" and not mig):
@@ -392,6 +412,17 @@ def week_series(facts: PlanFacts) -> list[Series]:
             [exporter] = [p for p in pods if p.node == "ip-10-0-3-30.ec2.internal" and not p.workload]
             for index in range(1, 8):
                 out.append(series(metric, _dcgm_labels(exporter, Gpu(index, "A100-80GB")), span(0, STEPS, 0.0)))
+    hami = [p for p in pods if p.exporter == "hami" and p.util is not None and p.memory_mib is not None]
+    for metric in ("hami_container_device_utilization_ratio", "hami_vgpu_memory_used_bytes"):
+        for pod in hami:
+            assert pod.gpu is not None and pod.util is not None and pod.memory_mib is not None
+            labels = {"namespace": pod.namespace, "pod": pod.name, "container": pod.container, "vdevice_index": "0",
+                      "device_uuid": pod.gpu.uuid(pod.node), "instance": f"{pod.node}:9394",
+                      "job": "hami-device-plugin-monitor"}
+            scale = 1.0 if metric == "hami_container_device_utilization_ratio" else 2.0**20  # MiB -> bytes
+            source = pod.util if metric == "hami_container_device_utilization_ratio" else pod.memory_mib
+            values = [source(i) if pod.running <= i < pod.finished else None for i in range(STEPS)]
+            out.append(series(metric, labels, [None if v is None else v * scale for v in values]))
     return out
 
 
@@ -452,6 +483,7 @@ def expected_report(all_series: list[Series], facts: PlanFacts, floor_quantile: 
             return any(running[key][i] for key in mine if key[:2] == (ns, pod))
 
         util_series = [s for s in by_name["DCGM_FI_DEV_GPU_UTIL"] + by_name["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
+                       + by_name["hami_container_device_utilization_ratio"]
                        if (s.label("namespace"), s.label("pod")) in names]
         idle = w.get("idle", {})
         below = float(str(idle.get("below", "10%")).rstrip("%"))
@@ -472,6 +504,8 @@ def expected_report(all_series: list[Series], facts: PlanFacts, floor_quantile: 
                 run = 0
         fb = [v for s in by_name["DCGM_FI_DEV_FB_USED"] if (s.label("namespace"), s.label("pod")) in names
               for v in s.values if v is not None]
+        fb += [v / 2**20 for s in by_name["hami_vgpu_memory_used_bytes"] if (s.label("namespace"), s.label("pod")) in names
+               for v in s.values if v is not None]
         outside = None
         if "schedule" in w:
             sched = w["schedule"]

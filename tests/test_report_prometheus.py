@@ -119,7 +119,8 @@ def test_the_week_shows_what_the_report_must_find(written, facts, expected):
     assert pools[facts.chat_burst]["node_hours"] == pytest.approx(5 * 2 * (3 + 28 / 60))
     assert pools[facts.chat_reserved]["reserved_node_hours_used"] < pools[facts.chat_reserved]["node_hours"]
     counts = Counter(s.name for s in written)
-    assert counts["DCGM_FI_PROF_GR_ENGINE_ACTIVE"] == 3 and counts["kube_node_labels"] == 23
+    assert counts["DCGM_FI_PROF_GR_ENGINE_ACTIVE"] == 3 and counts["kube_node_labels"] == 24
+    assert figures["ranker"]["idle_gpu_hours"] == pytest.approx(2 * facts.gpus_per_replica["ranker"])
     assert figures["sandbox"]["idle_gpu_hours"] > 0.9 * figures["sandbox"]["gpu_hours"]
 
 
@@ -268,17 +269,19 @@ def test_recommendation_savings_are_the_planners(report, tmp_path):
 
 
 def test_commitment_is_resized_on_the_measured_floor(report, tmp_path, expected):
-    """commitment.measured is the planner's commitment for the spec with the measured floors (chat: 2)."""
+    """commitment.measured is the planner's commitment for the spec with the measured floors of its inference
+    workloads (chat: 2)."""
     from gpustack.plan import build_plan
     from gpustack.spec import load_spec
 
-    floors = {w["name"]: w["replicas"]["floor"] for w in expected["workloads"]
-              if w["name"] in ("chat", "embed")}
-    assert report["commitment"]["floors"] == floors
     doc = yaml.safe_load(week.SPEC.read_text(encoding="utf-8"))
+    inference = {w["name"] for w in doc["workloads"] if w["kind"] == "inference"}
+    floors = {w["name"]: w["replicas"]["floor"] for w in expected["workloads"] if w["name"] in inference}
+    assert report["commitment"]["floors"] == floors
+    planned_min = {w["name"]: w["planned"]["min"] for w in expected["workloads"]}
     for name, floor in floors.items():
-        doc = _with(doc, name, "replicas.min", min(floor, next(
-            w["replicas"]["min"] for w in doc["workloads"] if w["name"] == name)))
+        if floor < planned_min[name]:  # only floors measured below replicas.min change the commitment
+            doc = _with(doc, name, "replicas.min", floor)
     (tmp_path / "floors.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     lines = build_plan(load_spec(tmp_path / "floors.yaml")).target(week.TARGET).cost.commitment_recommendations
     assert [(c["instance_type"], c["quantity"]) for c in report["commitment"]["measured"]] == [
