@@ -269,7 +269,8 @@ def test_docs_hold_the_queries_as_sent() -> None:
     for query in (queries.pods_running("60s", mine), queries.idle_samples("dcgm", "60s", mine, 10),
                   queries.memory_values("dcgm", "60s", "604770s", mine),
                   queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"]),
-                  queries.pool_nodes_busy("60s", ["infer-l4-reserved-g6-xlarge"], mine)):
+                  queries.pool_nodes_busy("60s", ["infer-l4-reserved-g6-xlarge"], mine,
+                                          ["chat-7d9f-abcde", "chat-7d9f-fghij"])):
         assert f"# {query.name}\n{query.promql}\n" in docs, query.name
 
 
@@ -345,3 +346,16 @@ def test_fractional_pools_without_hami_series_are_unknown_with_the_missing_serie
     messages = [f["message"] for f in report["findings"] if f.get("workload") == "embed"]  # type: ignore[attr-defined]
     assert any("hami_container_device_utilization_ratio" in m for m in messages)
     assert any("hami_vgpu_memory_used_bytes" in m for m in messages)
+
+
+def test_a_node_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_query(spec: Path) -> None:
+    from gpustack.report.client import ReportError
+
+    answers = _answers()
+    answers.answers["reserved-nodes"] = [series({"node": 'n1"} or vector(1) or {x="'}, {STEPS - 1: 1}, START, STEP)]
+    loaded = load_spec(spec)
+    plan = build_plan(loaded)
+    with pytest.raises(ReportError, match="reserved-nodes / reserved-pods: not a DNS name"):
+        build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
+                     spec_planner(str(spec), (), spec.parent, plan))
+    assert not any("vector(1)" in query for query in answers.promql)

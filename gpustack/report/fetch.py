@@ -27,28 +27,40 @@ NAN = math.nan
 CHUNK_STEPS = 1440
 
 
-def _points(source: Source, query: Query, window: Window
+def _points(source: Source, query: Query | Callable[[int, int, str], Query | None], window: Window
             ) -> Iterator[tuple[dict[str, str], list[tuple[int, float]]]]:
-    """(labels, [(step index, value)]) of every series of every chunk of the window, chunk after chunk."""
+    """(labels, [(step index, value)]) of every series of every chunk of the window, chunk after chunk. `query`
+    may depend on the chunk: a function of (first step, last step + 1, the chunk's range) giving the query,
+    or None when the chunk has nothing to ask."""
     for first, last in window.chunks(CHUNK_STEPS):
+        asked = query(first, last, f"{(last - first) * window.step}s") if callable(query) else query
+        if asked is None:
+            continue
         start, end = window.step_end(first), window.step_end(last - 1)
-        where = f"query {query.name}"
-        for series in source.range_query(query.name, query.promql, start, end, window.step):
+        where = f"query {asked.name}"
+        for series in source.range_query(asked.name, asked.promql, start, end, window.step):
             points = []
             for moment, text in series["values"]:
                 offset = moment - window.start
                 index = round(offset / window.step) - 1
                 if abs(offset - (index + 1) * window.step) > 1e-3 or not first <= index < last:
                     raise ReportError(f"{where}: a sample at {moment} is not at the end of one of the asked steps")
-                points.append((index, _number(text, query)))
+                points.append((index, _number(text, asked)))
             yield series["metric"], points
+
+
+def names_at(source: Source, query: Query, at: int, step: int, label: str) -> list[str]:
+    """The values of `label` in an answer evaluated once, at `at` (e.g. the nodes of a pool in a chunk)."""
+    return sorted({str(series["metric"].get(label, "")) for series in source.range_query(query.name, query.promql,
+                                                                                          at, at, step)} - {""})
 
 
 def _key(labels: dict[str, str], names: tuple[str, ...]) -> Key:
     return tuple(str(labels.get(name, "")) for name in names)
 
 
-def dense(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> dict[Key, array.array[float]]:
+def dense(source: Source, query: Query | Callable[[int, int, str], Query | None], window: Window,
+          by: tuple[str, ...]) -> dict[Key, array.array[float]]:
     """Per `by` labels, the value in each step (NaN: no sample); series with equal keys are added."""
     out: dict[Key, array.array[float]] = {}
     for labels, points in _points(source, query, window):

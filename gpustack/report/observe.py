@@ -18,7 +18,7 @@ from collections import Counter
 
 from gpustack.plan.model import Pool, TargetPlan
 from gpustack.report import fetch, measure, queries
-from gpustack.report.client import Source
+from gpustack.report.client import ReportError, Source
 from gpustack.report.model import Finding, PoolReport, WorkloadReport
 from gpustack.report.window import Window
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Workload
@@ -81,8 +81,9 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
         reserved = [p.name for p in plan.pools if p.reserved_nodes > 0]
         nodes_f = pool.submit(fetch.dense, source, queries.pool_nodes(step, pool_names), window, (queries.POOL,)) \
             if pool_names else None
-        busy_f = pool.submit(fetch.dense, source, queries.pool_nodes_busy(step, reserved, by_namespace), window,
-                             (queries.POOL,)) if reserved else None
+        busy_f = pool.submit(fetch.dense, source, functools.partial(_busy_query, source, window, reserved,
+                                                                    by_namespace), window, (queries.POOL,)) \
+            if reserved else None
         present_f, memory_f, idle_f = {}, {}, {}
         for name in sorted({exporter(plan, w.name) for w in workloads}):
             mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
@@ -121,6 +122,20 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
                                  via, findings))
     pools = _pools(plan, window, nodes, busy, findings)
     return Observed(tuple(reports), pools, tuple(findings))
+
+
+def _busy_query(source: Source, window: Window, reserved: list[str], by_namespace: dict[str, list[str]],
+                first: int, last: int, span: str) -> queries.Query | None:
+    """The busy-nodes query of one chunk, reading only the pods placed on the reserved pools' nodes in it (two
+    single evaluations find them), or None when the chunk has none."""
+    at = window.step_end(last - 1)
+    try:
+        nodes = fetch.names_at(source, queries.reserved_nodes(span, reserved), at, window.step, "node")
+        pods = fetch.names_at(source, queries.reserved_pods(span, nodes, by_namespace), at, window.step, "pod") \
+            if nodes else []
+        return queries.pool_nodes_busy(f"{window.step}s", reserved, by_namespace, pods) if pods else None
+    except ValueError as exc:  # a name from the answer that is no Kubernetes name: never put into a query
+        raise ReportError(f"query reserved-nodes / reserved-pods: {exc}") from None
 
 
 def _below(workload: Workload) -> float:

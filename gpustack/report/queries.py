@@ -142,13 +142,32 @@ def pool_nodes(step: str, pools: Iterable[str]) -> Query:
                  f'"{_alternatives(pools)}"}}[{step}])))', "kube-state-metrics kube_node_labels")
 
 
-def pool_nodes_busy(step: str, pools: Iterable[str], by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    """Nodes of the pools that run at least one running pod of the spec's workloads, per step."""
+def pool_nodes_busy(step: str, pools: Iterable[str], by_namespace: Mapping[str, Iterable[str]],
+                    pods: Iterable[str] = ()) -> Query:
+    """Nodes of the pools that run at least one running pod of the spec's workloads, per step. `pods`: the
+    names of the pods on those pools' nodes (`reserved_pods`), so only their series are read, not every pod's
+    of the namespaces."""
+    only = f', pod=~"{_alternatives(pods)}"' if pods else ""
     nodes = f'max by (node, {POOL}) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}]))'
-    placed = f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}[{step}])'
+    placed = f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}{only}}}[{step}])'
+    running = f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}{only}}}[{step}]) == 1)'
+    labelled = " or ".join(
+        f'max_over_time(kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"{only}}}[{step}])'
+        for ns, names in sorted(by_namespace.items()))
     # `and` keeps the left side's labels (node); one-to-one `*` with on() would keep only the on() labels. A set
     # operation needs no aggregation per step: `count by (node)` only asks whether a node has any.
-    pods = f"{placed} and on (namespace, pod, uid) {_running(step, by_namespace)} and on (namespace, pod, uid) " \
-           f"({_labelled(step, by_namespace)})"
-    return Query("pool-nodes-busy", f"count by ({POOL}) ({nodes} and on (node) count by (node) ({pods}))",
+    pods_of = f"{placed} and on (namespace, pod, uid) {running} and on (namespace, pod, uid) ({labelled})"
+    return Query("pool-nodes-busy", f"count by ({POOL}) ({nodes} and on (node) count by (node) ({pods_of}))",
                  "kube-state-metrics kube_node_labels, kube_pod_info, kube_pod_status_phase, kube_pod_labels")
+
+
+def reserved_nodes(window: str, pools: Iterable[str]) -> Query:
+    """The nodes of the pools in a chunk of the window (`window`: its range, evaluated at its end)."""
+    return Query("reserved-nodes", f'max by (node) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}'
+                                   f"[{window}]))", "kube-state-metrics kube_node_labels")
+
+
+def reserved_pods(window: str, nodes: Iterable[str], by_namespace: Mapping[str, Iterable[str]]) -> Query:
+    """The pods of the workloads' namespaces placed on `nodes` in a chunk of the window."""
+    return Query("reserved-pods", f'max by (pod) (max_over_time(kube_pod_info{{node=~"{_alternatives(nodes)}", '
+                                  f"{_namespaces(by_namespace)}}}[{window}]))", "kube-state-metrics kube_pod_info")
