@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
+from pathlib import Path
 
 
 class FileRefused(ValueError):
@@ -50,3 +52,25 @@ def read_limited(path: str | os.PathLike[str], limit: int, what: str = "file") -
         return b"".join(chunks)
     finally:
         os.close(handle)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader sees the old file or the new one, never a part; FileRefused
+    (saying why) when it cannot be written."""
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise FileRefused(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except OSError as exc:
+        Path(temp).unlink(missing_ok=True)
+        raise FileRefused(f"cannot write {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

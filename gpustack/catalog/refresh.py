@@ -14,8 +14,6 @@ import dataclasses
 import datetime
 import importlib
 import importlib.util
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +22,7 @@ from typing import Any
 from gpustack.catalog import Catalog, InstanceType, read_catalog_file
 from gpustack.catalog.feeds import Pages, RefreshError, recorded_pages
 from gpustack.catalog.rows import AS_OF, REGION, read_rows, write_rows
+from gpustack import files
 from gpustack.catalog.snapshots import facts_of
 from gpustack.errors import did_you_mean, one_of
 
@@ -172,23 +171,10 @@ def compare(old: Iterable[InstanceType], new: Iterable[InstanceType], removed: s
 
 def write_atomically(path: Path, text: str) -> None:
     """Write `text` to `path` so that a reader sees the old file or the new one, never a part."""
-    folder = path.parent if str(path.parent) else Path(".")
     try:
-        handle, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise RefreshError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp, path)
-    except OSError as exc:
-        Path(temp).unlink(missing_ok=True)
-        raise RefreshError(f"cannot write {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+        files.write_atomically(path, text)
+    except files.FileRefused as exc:
+        raise RefreshError(str(exc)) from None
 
 
 def _clouds(registry: object, names: Sequence[str]) -> list:  # type: ignore[type-arg]

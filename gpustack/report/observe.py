@@ -1,0 +1,246 @@
+"""What ran: the queries of one target, folded into workload and pool figures and findings.
+
+Which utilisation and memory series belong to a workload depends on how its pool shares GPUs: HAMi's
+per-container series on fractional pools, the DCGM exporter's everywhere else. Time-sliced GPUs have no
+per-pod utilisation: DCGM reports the device, and every sharer's series carries the device's value. So a
+time-sliced device below the threshold makes each of its sharers idle (each counted at its share), and a
+device busy with one sharer hides an idle one: the idle figure of time-sliced workloads is a lower bound.
+"""
+
+from __future__ import annotations
+
+import array
+import concurrent.futures
+import dataclasses
+import functools
+import math
+from collections import Counter
+
+from gpustack.plan.model import Pool, TargetPlan
+from gpustack.report import fetch, measure, queries
+from gpustack.report.client import ReportError, Source
+from gpustack.report.model import Finding, PoolReport, WorkloadReport
+from gpustack.report.window import Window
+from gpustack.spec.model import HOURS_PER_MONTH, Spec, Workload
+
+DEFAULT_IDLE_BELOW = 10.0  # percent, as the per-pool idle alert
+DEFAULT_IDLE_FOR = 15 * 60
+MIB_PER_GIB = 1024
+QUERY_CONCURRENCY = 4  # requests in flight at once: bounded, and below Prometheus's default of 20 (--query.max-concurrency)
+KSM_PODS = "kube-state-metrics --metric-labels-allowlist=pods=[gpustack.dev/workload]"
+KSM_NODES = "kube-state-metrics --metric-labels-allowlist=nodes=[gpustack.dev/pool]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Observed:
+    workloads: tuple[WorkloadReport, ...]
+    pools: tuple[PoolReport, ...]
+    findings: tuple[Finding, ...]
+
+
+def share(plan: TargetPlan, workload: str) -> float:
+    """GPUs per replica as the plan prices them (0 when the plan places no replica)."""
+    for pool in plan.pools:
+        for placement in pool.placements:
+            if placement.workload == workload:
+                return placement.gpu_share
+    return 0.0
+
+
+def exporter(plan: TargetPlan, workload: str) -> str:
+    fractional = any(p.sharing.mode == "fractional" for p in plan.pools if workload in p.workloads)
+    return "hami" if fractional else "dcgm"
+
+
+def uses_mig(plan: TargetPlan, workload: str) -> bool:
+    return any(p.sharing.mode == "mig" for p in plan.pools if workload in p.workloads)
+
+
+def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_quantile: float) -> Observed:
+    target = spec.target(plan.name)
+    workloads = [spec.workload(n) for n in target.workloads]
+    step = f"{window.step}s"
+    by_namespace: dict[str, list[str]] = {}
+    for w in workloads:
+        by_namespace.setdefault(w.namespace, []).append(w.name)
+    by = ("namespace", queries.WORKLOAD)
+    by_name = {w.name: w for w in workloads}
+
+    def min_steps(key: fetch.Key) -> int:
+        known = by_name.get(key[1])
+        seconds = known.idle.for_seconds if known is not None and known.idle else DEFAULT_IDLE_FOR
+        return measure.min_idle_steps(seconds, window.step)
+
+    # Independent queries run side by side (Prometheus evaluates each on one core); results are taken in a
+    # fixed order, so the report does not depend on which answer comes first.
+    with concurrent.futures.ThreadPoolExecutor(QUERY_CONCURRENCY) as pool:
+        labelled_f = pool.submit(fetch.present, source,
+                                 functools.partial(queries.pods_labelled, by_namespace=by_namespace), window, by)
+        running_f = pool.submit(fetch.dense, source, queries.pods_running(step, by_namespace), window, by)
+        pool_names = [p.name for p in plan.pools]
+        reserved = [p.name for p in plan.pools if p.reserved_nodes > 0]
+        nodes_f = pool.submit(fetch.dense, source, queries.pool_nodes(step, pool_names), window, (queries.POOL,)) \
+            if pool_names else None
+        busy_f = pool.submit(fetch.dense, source, functools.partial(_busy_query, source, window, reserved,
+                                                                    by_namespace), window, (queries.POOL,)) \
+            if reserved else None
+        present_f, memory_f, idle_f = {}, {}, {}
+        for name in sorted({exporter(plan, w.name) for w in workloads}):
+            mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
+            mine = {ns: names for ns, names in mine.items() if names}
+            present_f[name] = pool.submit(fetch.present, source,
+                                          functools.partial(queries.utilisation_present, name, by_namespace=mine),
+                                          window, by)
+            memory_f[name] = pool.submit(fetch.value_counts, source,
+                                         functools.partial(queries.memory_values, name, step, by_namespace=mine),
+                                         window, by, "mib")
+            for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
+                group = {ns: [w for w in names if _below(by_name[w]) == below] for ns, names in mine.items()}
+                group = {ns: names for ns, names in group.items() if names}
+                idle_f[(name, below)] = pool.submit(fetch.idle_steps, source,
+                                                    queries.idle_samples(name, step, group, below), window, by,
+                                                    min_steps)
+        try:
+            labelled = labelled_f.result()
+            running = running_f.result()
+            nodes = nodes_f.result() if nodes_f else {}
+            busy = busy_f.result() if busy_f else {}
+            present = {k: f.result() for k, f in present_f.items()}
+            memory = {k: f.result() for k, f in memory_f.items()}
+            idle = {k: f.result() for k, f in idle_f.items()}
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the answer: ask nothing more
+            raise
+
+    findings: list[Finding] = []
+    reports = []
+    for w in sorted(workloads, key=lambda w: w.name):
+        key = (w.namespace, w.name)
+        via = exporter(plan, w.name)
+        reports.append(_workload(w, plan, window, floor_quantile, key in labelled, running.get(key),
+                                 key in present[via], memory[via].get(key), idle[(via, _below(w))].get(key, 0),
+                                 via, findings))
+    pools = _pools(plan, window, nodes, busy, findings)
+    return Observed(tuple(reports), pools, tuple(findings))
+
+
+def _busy_query(source: Source, window: Window, reserved: list[str], by_namespace: dict[str, list[str]],
+                first: int, last: int, span: str) -> queries.Query | None:
+    """The busy-nodes query of one chunk, reading only the pods placed on the reserved pools' nodes in it (two
+    single evaluations find them), or None when the chunk has none."""
+    at = window.step_end(last - 1)
+    try:
+        nodes = fetch.names_at(source, queries.reserved_nodes(span, reserved), at, window.step, "node")
+        pods = fetch.names_at(source, queries.reserved_pods(span, nodes, by_namespace), at, window.step, "pod") \
+            if nodes else []
+        return queries.pool_nodes_busy(f"{window.step}s", reserved, by_namespace, pods) if pods else None
+    except ValueError as exc:  # a name from the answer that is no Kubernetes name: never put into a query
+        raise ReportError(f"query reserved-nodes / reserved-pods: {exc}") from None
+
+
+def _below(workload: Workload) -> float:
+    return workload.idle.below_percent if workload.idle else DEFAULT_IDLE_BELOW
+
+
+def _workload(w: Workload, plan: TargetPlan, window: Window, floor_quantile: float,
+              labelled: bool, running: array.array[float] | None, present: bool, memory: Counter[float] | None,
+              idle_steps: int, via: str, findings: list[Finding]) -> WorkloadReport:
+    gpus_per_replica = share(plan, w.name)
+    empty = WorkloadReport(w.name, w.namespace, w.kind, None, w.replicas.min, w.replicas.max, gpus_per_replica,
+                           None, None, None, None)
+    if not labelled:
+        findings.append(Finding("missing-series", f"no kube_pod_labels series with label_gpustack_dev_workload="
+                                f"{w.name} in namespace {w.namespace} in the window: no figure for this workload. "
+                                f"Run {KSM_PODS}, and label its pods gpustack.dev/workload={w.name}", workload=w.name))
+        return empty
+    counts = [0 if v != v else round(v) for v in (running or array.array("d", [math.nan]) * window.steps)]
+    stats = measure.replica_stats(counts, floor_quantile)
+    gpu_hours = measure.gpu_hours(counts, gpus_per_replica, window.step_hours)
+    outside = None
+    if w.schedule is not None:
+        steps = measure.outside_steps(w.schedule, w.schedule.timezone, window)
+        outside = measure.outside_window_hours(counts, steps, gpus_per_replica, window.step_hours)
+        if outside > 0:
+            findings.append(Finding("outside-window", f"ran {outside:,.2f} GPU-hours outside its schedule "
+                                    f"({w.schedule.days} {w.schedule.hours} {w.schedule.timezone}): its auto-stop did "
+                                    "not stop it", workload=w.name))
+    idle_hours = fb = None
+    if not present:
+        findings.append(Finding("missing-series", _missing_utilisation(w, plan, via), workload=w.name))
+    else:
+        whole = gpus_per_replica >= 1 and not w.fractional  # a series is one GPU; a shared one, the share
+        idle_hours = idle_steps * (1.0 if whole else gpus_per_replica) * window.step_hours
+    if memory:
+        value = measure.nearest_rank(memory, 0.95)
+        fb = None if value is None else value / MIB_PER_GIB
+    if fb is None:
+        metric = "hami_vgpu_memory_used_bytes (HAMi vGPU monitor)" if via == "hami" else \
+            "DCGM_FI_DEV_FB_USED (DCGM exporter default counter)"
+        findings.append(Finding("missing-series", f"no {metric} series for the pods of {w.name}: no GPU memory "
+                                "figure, so no smaller size is recommended"
+                                + ("" if via == "hami" else " (the exporter maps pods with --kubernetes)"), workload=w.name))
+    if w.kind == "inference" and stats.floor < w.replicas.min:
+        findings.append(Finding("floor-unused", f"the plan reserves a floor of {w.replicas.min} replicas; "
+                                f"{stats.floor} ran in {floor_quantile:.0%} of the window's steps", workload=w.name))
+    if w.replicas.min > stats.max:
+        findings.append(Finding("floor-above-measured", f"replicas.min is {w.replicas.min}, more than ever ran "
+                                f"(at most {stats.max})", workload=w.name))
+    if idle_hours is not None and gpu_hours > 0 and idle_hours >= 0.5 * gpu_hours:
+        findings.append(Finding("mostly-idle", f"{idle_hours:,.2f} of its {gpu_hours:,.2f} GPU-hours were idle "
+                                f"(below {_below(w):g}% for at least "
+                                f"{(w.idle.for_seconds if w.idle else DEFAULT_IDLE_FOR) // 60} minutes)",
+                                workload=w.name))
+    return dataclasses.replace(empty, replicas=stats, gpu_hours=gpu_hours, idle_gpu_hours=idle_hours,
+                               outside_window_gpu_hours=outside, fb_used_p95_gib=fb)
+
+
+def _missing_utilisation(w: Workload, plan: TargetPlan, via: str) -> str:
+    if via == "hami":
+        return (f"no hami_container_device_utilization_ratio series for the pods of {w.name}: idle GPU-hours "
+                "unknown. Scrape HAMi's vGPU monitor (hami-device-plugin's monitor port) with Prometheus")
+    if uses_mig(plan, w.name):
+        return (f"no DCGM_FI_PROF_GR_ENGINE_ACTIVE series with GPU_I_ID for the MIG instances of {w.name}: idle "
+                "GPU-hours unknown. It is a default counter from dcgm-exporter 4.0.0; on older exporters add it to "
+                "the counters CSV, --collectors FILE (GPU Operator: dcgmExporter.config.name, see docs/report.md)")
+    return (f"no DCGM_FI_DEV_GPU_UTIL series with the namespace and pod of {w.name}'s pods: idle GPU-hours "
+            "unknown. Run the DCGM exporter with pod mapping, --kubernetes (DCGM_EXPORTER_KUBERNETES=true; the GPU "
+            "Operator's default), scraped with honorLabels: true")
+
+
+def _pools(plan: TargetPlan, window: Window, nodes: dict[fetch.Key, array.array[float]],
+           busy: dict[fetch.Key, array.array[float]], findings: list[Finding]) -> tuple[PoolReport, ...]:
+    any_nodes = bool(nodes)
+    out = []
+    for pool in sorted(plan.pools, key=lambda p: p.name):
+        series = nodes.get((pool.name,))
+        planned = pool.monthly_cost_usd * window.hours / HOURS_PER_MONTH
+        node_hours: float | None
+        if series is None and (pool.min_nodes > 0 or not any_nodes):
+            node_hours = None
+            findings.append(Finding("missing-series", f"no kube_node_labels series with label_gpustack_dev_pool="
+                                    f"{pool.name} in the window, though the plan keeps at least {pool.min_nodes} "
+                                    f"node(s): no figure for this pool. Run {KSM_NODES}" if pool.min_nodes else
+                                    f"no kube_node_labels series with label_gpustack_dev_pool for any pool of the "
+                                    f"target: no figure for this pool. Run {KSM_NODES}", pool=pool.name))
+        else:
+            node_hours = measure.node_hours(series or (), window.step_hours)
+            _scaling(pool, series, findings)
+        used = None
+        if pool.reserved_nodes > 0 and node_hours is not None:
+            used = measure.node_hours(busy.get((pool.name,), ()), window.step_hours)
+        cost = None if node_hours is None else node_hours * pool.price.usd_per_node_hour
+        if cost is not None and planned > 0 and cost > planned * 1.1:
+            findings.append(Finding("cost-over-plan", f"cost ${cost:,.2f} in the window, {cost / planned - 1:.0%} more "
+                                    f"than the plan's ${planned:,.2f} for as long", pool=pool.name))
+        out.append(PoolReport(pool.name, pool.capacity, pool.min_nodes, pool.max_nodes,
+                              pool.price.usd_per_node_hour, node_hours, cost, planned, used))
+    return tuple(out)
+
+
+def _scaling(pool: Pool, series: array.array[float] | None, findings: list[Finding]) -> None:
+    if series is None or pool.max_nodes <= pool.min_nodes:
+        return
+    fewest = min(0 if v != v else round(v) for v in series)
+    if fewest > pool.min_nodes:
+        findings.append(Finding("never-scaled-in", f"never ran fewer than {fewest} node(s) in the window; the plan "
+                                f"scales it down to {pool.min_nodes}", pool=pool.name))

@@ -1,0 +1,80 @@
+"""A fake Prometheus for the report's unit tests: answers by query name, served over HTTP by PromQL text.
+
+The report's queries are named (gpustack/report/queries.py); a first, offline run of the report with
+`NamedAnswers` learns which PromQL each name sends, and `serve` answers that PromQL over HTTP, so the
+command's whole path (HTTP, chunks, recording) runs. What real PromQL returns is the HARNESS's test
+against a real server (tests/test_report_prometheus.py).
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from gpustack.report.client import Matrix, Source
+
+Series = dict[str, Any]
+
+
+def series(labels: dict[str, str], values: dict[int, float], start: int, step: int) -> Series:
+    """A series with a sample at the end of each step index given (as query_range evaluates)."""
+    return {"metric": labels, "values": [[start + (i + 1) * step, f"{v:g}"] for i, v in sorted(values.items())]}
+
+
+class NamedAnswers(Source):
+    """Answers by query name (every series whole: the chunk's steps are cut out); learns name -> PromQL."""
+
+    def __init__(self, answers: dict[str, list[Series]]):
+        self.answers = answers
+        self.promql: dict[str, str] = {}
+
+    def range_query(self, name: str, query: str, start: int, end: int, step: int) -> Matrix:
+        self.promql[query] = name
+        out = []
+        for item in self.answers.get(name, []):
+            values = [v for v in item["values"] if start <= v[0] <= end]
+            if values:
+                out.append({"metric": item["metric"], "values": values})
+        return out
+
+
+@contextmanager
+def serve(answers: NamedAnswers) -> Iterator[str]:
+    """A local HTTP server answering the learnt PromQL; yields its URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+            name = answers.promql[form["query"][0]]
+            result = answers.range_query(name, form["query"][0], int(form["start"][0]), int(form["end"][0]),
+                                         int(form["step"][0]))
+            body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    with local_server(Handler) as url:
+        yield url
+
+
+@contextmanager
+def local_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 (a free port) in a thread, stopped on exit; yields its URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

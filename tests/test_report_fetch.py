@@ -1,0 +1,46 @@
+"""Answers folded across query chunks: long windows are asked for in pieces Prometheus accepts."""
+
+from __future__ import annotations
+
+from report_answers import NamedAnswers, series
+
+from gpustack.report import fetch
+from gpustack.report.queries import Query
+from gpustack.report.window import Window
+
+WINDOW = Window(0, 3_000 * 60, 60)  # 3,000 steps: chunks of a day (1,440), 1,440 and 120
+
+
+class Asked(NamedAnswers):
+    def __init__(self, answers: dict[str, list[dict[str, object]]]):
+        super().__init__(answers)
+        self.asked: list[tuple[str, int, int]] = []
+
+    def range_query(self, name: str, query: str, start: int, end: int, step: int) -> list[dict[str, object]]:
+        self.asked.append((query, start, end))
+        return super().range_query(name, query, start, end, step)
+
+
+def test_dense_values_cover_every_chunk() -> None:
+    source = Asked({"q": [series({"w": "a"}, {0: 1, 1_439: 2, 1_440: 3, 2_999: 4}, 0, 60)]})
+    values = fetch.dense(source, Query("q", "x", ""), WINDOW, ("w",))[("a",)]
+    assert [values[i] for i in (0, 1_439, 1_440, 2_999)] == [1, 2, 3, 4]
+    assert [(s, e) for _, s, e in source.asked] == [(60, 86_400), (86_460, 172_800), (172_860, 180_000)]
+
+
+def test_value_counts_add_up_the_chunks_each_a_subquery_of_its_own_length() -> None:
+    points = {1_439: 5, 2_879: 7, 2_999: 1}  # what each chunk's subquery answers at its end
+    source = Asked({"m": [series({"w": "a", "mib": "512"}, points, 0, 60)]})
+    counts = fetch.value_counts(source, lambda span: Query("m", f"sum_over_time(x[{span}:60s])", ""), WINDOW,
+                                ("w",), "mib")
+    assert counts[("a",)] == {512.0: 13}
+    assert [(q, s, e) for q, s, e in source.asked] == [
+        ("sum_over_time(x[86370s:60s])", 86_400, 86_400), ("sum_over_time(x[86370s:60s])", 172_800, 172_800),
+        ("sum_over_time(x[7170s:60s])", 180_000, 180_000)]
+
+
+def test_idle_runs_continue_across_chunks() -> None:
+    # A run of 20 steps across the day boundary of per-series chunks (1,440 steps) counts whole.
+    source = Asked({"i": [series({"w": "a", "gpu": "0"}, dict.fromkeys(range(1_430, 1_450), 1), 0, 60)]})
+    assert fetch.idle_steps(source, Query("i", "x", ""), WINDOW, ("w",), lambda key: 15) == {("a",): 20}
+    assert len(source.asked) == 3
