@@ -4,8 +4,8 @@ A pool holds one workload kind, one GPU model, one capacity type, one sharing mo
 clients per GPU, or its MIG profile where the cloud takes one profile per pool), one instance type
 and one schedule. These define the pool and its name, and each is decided per workload
 (`gpustack.plan.choices`), so a pool's name does not depend on the other workloads, except for its
-instance type: workloads that would share a pool move to one type for all their replicas when that
-saves more than `pools.type_change_saving` (`gpustack.plan.pool_types`).
+instance type: workloads that would share a pool take the one type that carries all their replicas for
+the least money, every type that holds them priced by packing (`gpustack.plan.pool_types`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from gpustack.catalog import Catalog, GpuModel, load_catalog
+from gpustack.catalog import Catalog, GpuModel, InstanceType, load_catalog
 from gpustack.catalog.mig import Profile
 from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
@@ -109,18 +109,7 @@ class _TargetPlanner:
         retyped = self.one_type_per_pool(demands)
         demands = defaultdict(list, retyped.demands)
         self.note_split_mig(demands)
-        pools: list[Pool] = []
-        paired = {dataclasses.replace(k, capacity="on-demand") for k in demands if self.has_burst(k)}
-        for key in sorted(demands, key=lambda k: k.readable()):
-            if key in paired:
-                continue  # built with its reserved floor
-            if self.has_burst(key):
-                burst = dataclasses.replace(key, capacity="on-demand")
-                pools.extend(self.floor_and_burst(key, demands[key], burst, demands.get(burst, [])))
-                continue
-            pool = self.pool(key, demands[key])
-            if pool is not None:
-                pools.append(pool)
+        pools = self.build_pools(demands)
         pools = [dataclasses.replace(p, notes=p.notes + (retyped.notes[p.name],)) if p.name in retyped.notes else p
                  for p in pools]
         pools.sort(key=lambda p: p.name)
@@ -320,27 +309,48 @@ class _TargetPlanner:
 
     # -- per pool -----------------------------------------------------------------------------
     def one_type_per_pool(self, demands: dict[PoolKey, list[Demand]]) -> pool_types.Retyped:
-        paired = {dataclasses.replace(k, capacity="on-demand", instance="") for k in demands if self.has_burst(k)}
-
         def fixed(key: PoolKey, found: list[Demand]) -> bool:
-            return (key.capacity == "reserved" or key.fallback or dataclasses.replace(key, instance="") in paired
-                    or any(d.workload.pinned_instance(self.target.cloud) for d in found))
+            return key.fallback or any(d.workload.pinned_instance(self.target.cloud) for d in found)
 
-        def cost_of(key: PoolKey, found: list[Demand]) -> float | None:
+        def cost_of(assignment: dict[PoolKey, list[Demand]]) -> float | None:
             try:
-                return build_pool(key, key.name(), found, self.spec, self.provisioner, self.catalog,
-                                  self.prices).monthly_cost_usd
+                pools = self.build_pools(assignment, quiet=True)
             except (ValueError, DoesNotFit):
                 return None
+            return sum(p.monthly_cost_usd for p in pools if p.role != "fallback")
 
-        return pool_types.one_type_per_pool(demands, self.rows, self.provisioner, self.prices, cost_of,
+        def rekey(demand: Demand, row: InstanceType) -> PoolKey:
+            gpu = self.catalog.gpu(demand.workload.gpu)
+            assert gpu is not None
+            return self.key(demand.workload, gpu, demand.ask, demand.part, row.name)
+
+        return pool_types.one_type_per_pool(demands, self.rows, self.provisioner, self.prices, cost_of, rekey,
                                             self.spec.type_change_saving, self.deployed, fixed)
 
-    def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:
+    def build_pools(self, demands: dict[PoolKey, list[Demand]], quiet: bool = False) -> list[Pool]:
+        """The pools of `demands`: each reserved serving floor packed with its on-demand burst. `quiet`:
+        for pricing an alternative, a pool that cannot be built raises instead of being reported."""
+        pools: list[Pool] = []
+        paired = {dataclasses.replace(k, capacity="on-demand") for k in demands if self.has_burst(k)}
+        for key in sorted(demands, key=lambda k: k.readable()):
+            if key in paired:
+                continue  # built with its reserved floor
+            if self.has_burst(key):
+                burst = dataclasses.replace(key, capacity="on-demand")
+                pools.extend(self.floor_and_burst(key, demands[key], burst, demands.get(burst, []), quiet))
+                continue
+            pool = self.pool(key, demands[key], quiet)
+            if pool is not None:
+                pools.append(pool)
+        return pools
+
+    def pool(self, key: PoolKey, demands: list[Demand], quiet: bool = False) -> Pool | None:
         name = key.name()
         try:
             return build_pool(key, name, demands, self.spec, self.provisioner, self.catalog, self.prices)
         except ValueError as exc:
+            if quiet:
+                raise
             first = demands[0].workload
             self.problem(first, "gpu", f"pool {name!r}: {exc}")
             return None
@@ -351,12 +361,14 @@ class _TargetPlanner:
         return key.kind == "inference" and key.capacity == "reserved" and not key.fallback
 
     def floor_and_burst(self, floor: PoolKey, demands: list[Demand], burst: PoolKey,
-                        burst_demands: list[Demand]) -> list[Pool]:
+                        burst_demands: list[Demand], quiet: bool = False) -> list[Pool]:
         names = [floor.name(), burst.name()]
         try:
             return build_floor_and_burst(floor, names[0], burst, names[1], demands, burst_demands, self.spec,
                                          self.provisioner, self.catalog, self.prices)
         except ValueError as exc:
+            if quiet:
+                raise
             self.problem(demands[0].workload, "gpu", f"pool {names[0]!r}: {exc}")
             return []
 
