@@ -316,9 +316,21 @@ def nodes_for(items: Sequence[Item], layouts: Sequence[Layout], node: NodeShape,
     nodes = max(nodes_holding(layouts, demand),
                 nodes_bound(0, node.gpus, sum(i.cpu * i.count for i in items),
                             sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
-    while nodes < most and not _assignable(items, index, need, nodes, node):
-        nodes += 1
-    return min(nodes, most)
+    if nodes >= most or _assignable(items, index, need, nodes, node):
+        return min(nodes, most)
+    # Galloping, then bisection between a count that fails and one that holds (`most` does): a few
+    # assignments, not one per node of the pool (that was quadratic in the pool's size).
+    fails, step = nodes, 1
+    while fails + step < most and not _assignable(items, index, need, fails + step, node):
+        fails, step = fails + step, step * 2
+    holds = min(fails + step, most)
+    while holds - fails > 1:
+        middle = (fails + holds) // 2
+        if _assignable(items, index, need, middle, node):
+            holds = middle
+        else:
+            fails = middle
+    return holds
 
 
 def _node_hours(items: Sequence[Item], names: tuple[str, ...], capacity: Counts, nodes: int) -> float:
