@@ -108,3 +108,28 @@ def test_a_pools_cost_is_recomputable_to_the_cent_from_the_plan_json():
         recomputed = pool["price"]["usd_per_node_hour"] * pool["max_nodes"] * pool["hours_per_month"]
         assert round(recomputed, 2) == pool["monthly_cost_usd"], pool["name"]
     assert any(pool["hours_per_month"] == 100.125 for pool in data["targets"][0]["pools"])
+
+
+# -- 3. a CPU-bound MIG mix near its bound ----------------------------------------------------------
+
+def test_a_cpu_bound_mig_mix_is_within_ten_percent_of_a_sound_node_bound():
+    from gpustack.clouds import CLOUDS
+
+    source = text("mig-cpu-bound.yaml")
+    [pool] = plan_of(source).targets[0].pools
+    row = load_catalog().instance("aws", "us-east-1", pool.instance_type)
+    assert row is not None
+    # What a node offers pods as the target's provisioner (the default one) sees it.
+    cores = CLOUDS.get("aws").provisioner(None).template_node(row).vcpus
+    asked = sum(w["cpu"] * w["replicas"] for w in yaml.safe_load(source)["workloads"])
+    # The bound the plan reports is at least the summed cores over a node's: sound, and what binds here.
+    assert pool.gpus.nodes_lower_bound >= -(-asked // cores)
+    assert pool.max_nodes <= 1.10 * pool.gpus.nodes_lower_bound
+    # Every node carries the same layouts, which hold every replica of each profile.
+    held: dict[str, int] = {}
+    for group in pool.sharing.mig:
+        for profile, count in group.layout:
+            held[profile] = held.get(profile, 0) + count * group.gpus * pool.max_nodes
+    for w in yaml.safe_load(source)["workloads"]:
+        held[w["mig"]] -= w["replicas"]
+    assert min(held.values()) >= 0

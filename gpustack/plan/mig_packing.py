@@ -29,6 +29,8 @@ from gpustack.plan.bounds import mig_bounds, nodes_bound
 from gpustack.plan.packing import DoesNotFit, Item, Layout, NodeShape, Packing, coalesce
 
 STEP_BUDGET = 20_000  # exact-search steps per node demand before the heuristic answers
+# Room per node beyond the even split, as multiples of it, tried when CPU or memory bind.
+_ROOM_SCALES = (1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 
 Counts = tuple[int, ...]
 
@@ -192,19 +194,39 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
         return tuple(math.ceil(demand[n] / nodes) for n in names)
 
     def attempt(nodes: int) -> tuple[tuple[Counts, ...] | None, bool]:
+        found, exact, caps = attempt_with_caps(nodes)
+        if found is not None:
+            chosen[nodes] = caps
+        return found, exact
+
+    def attempt_with_caps(nodes: int) -> tuple[tuple[Counts, ...] | None, bool, Counts]:
         need = per_node(nodes)
         layouts, exact = cover.fewest(need)
         if layouts is None:
-            return None, exact
+            return None, exact, need
         # CPU and memory: enough when even the hungriest replicas of every profile fit one node;
         # otherwise an assignment of replicas to nodes must exist (found by first-fit decreasing).
         if (sum(_top_sum(cpu[n], k) for n, k in zip(names, need)) <= node.cpu + 1e-9
                 and sum(_top_sum(memory[n], k) for n, k in zip(names, need)) <= node.memory_gib + 1e-9):
-            return layouts, exact
+            return layouts, exact, need
         if _assignable(items, index, need, nodes, node):
-            return layouts, exact
-        return None, False
+            return layouts, exact, need
+        # Where CPU or memory bind, the node's GPUs usually have room for more instances than the even
+        # split: layouts with more of every profile let the assignment place replicas by CPU and memory
+        # alone. The least such room that works, so that the fewest GPUs are partitioned.
+        for scale in _ROOM_SCALES:
+            more = tuple(min(demand[n], math.ceil(demand[n] * scale / nodes)) for n in names)
+            if more == need:
+                continue
+            roomier, _ = cover.fewest(more)
+            if roomier is None:
+                break  # the GPUs hold no more at this scale, nor at any larger one
+            if _assignable(items, index, more, nodes, node):
+                # Not proven: fewer GPUs may hold another assignment.
+                return roomier, False, more
+        return None, False, need
 
+    chosen: dict[int, Counts] = {}  # nodes -> the instances of each profile a node offers, when it works
     one_each, settled = cover.fewest(tuple(1 for _ in names))
     if one_each is None:
         raise DoesNotFit(_no_uniform_fit(model, names, node, settled))
@@ -222,7 +244,7 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
     # Proven: fewest GPUs per node at N, and N nodes are needed (the bound, or N - 1 proven too few).
     proven = exact and (nodes <= nodes_lower or attempt(nodes - 1) == (None, True))
     assert layouts is not None, "one replica per node always fits"
-    capacity = per_node(nodes)
+    capacity = chosen.get(nodes, per_node(nodes))
     solved = False
     if not proven and not exact_packing.too_large(items, nodes):
         # CPU or memory bind where first-fit decreasing is not enough: settle the assignment exactly.
