@@ -19,6 +19,7 @@ and the packing is reported as heuristic with its gap to the lower bound.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections.abc import Sequence
@@ -213,18 +214,42 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
             return layouts, exact, need
         # Where CPU or memory bind, the node's GPUs usually have room for more instances than the even
         # split: layouts with more of every profile let the assignment place replicas by CPU and memory
-        # alone. The least such room that works, so that the fewest GPUs are partitioned.
-        for scale in _ROOM_SCALES:
-            more = tuple(min(demand[n], math.ceil(demand[n] * scale / nodes)) for n in names)
-            if more == need:
-                continue
+        # alone. The least such room that works, so that the fewest GPUs are partitioned; at the most,
+        # every profile extended one instance at a time while the node's GPUs still hold them.
+        for more in (*_roomier(need, nodes), _roomiest(need)):
             roomier, _ = cover.fewest(more)
             if roomier is None:
-                break  # the GPUs hold no more at this scale, nor at any larger one
+                continue
             if _assignable(items, index, more, nodes, node):
                 # Not proven: fewer GPUs may hold another assignment.
                 return roomier, False, more
         return None, False, need
+
+    def _roomier(need: Counts, nodes: int) -> list[Counts]:
+        out = []
+        for scale in _ROOM_SCALES:
+            more = tuple(min(demand[n], math.ceil(demand[n] * scale / nodes)) for n in names)
+            if more in out or more == need:
+                continue
+            if cover.fewest(more)[0] is None:
+                break  # the GPUs hold no more at this scale, nor at any larger one
+            out.append(more)
+        return out
+
+    def _roomiest(need: Counts) -> Counts:
+        room = list(need)
+        growing = True
+        while growing:
+            growing = False
+            for i, n in enumerate(names):
+                if room[i] >= demand[n]:
+                    continue
+                room[i] += 1
+                if cover.fewest(tuple(room))[0] is None:
+                    room[i] -= 1
+                else:
+                    growing = True
+        return tuple(room)
 
     chosen: dict[int, Counts] = {}  # nodes -> the instances of each profile a node offers, when it works
     one_each, settled = cover.fewest(tuple(1 for _ in names))
@@ -246,7 +271,7 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
     assert layouts is not None, "one replica per node always fits"
     capacity = chosen.get(nodes, per_node(nodes))
     solved = False
-    if not proven and not exact_packing.too_large(items, nodes):
+    if not proven and not exact_packing.too_large(items, nodes, mig=True):
         # CPU or memory bind where first-fit decreasing is not enough: settle the assignment exactly.
         solution = exact_packing.solve_mig(items, names, cover.rows,
                                            [model.profile(n).shape.max_count for n in names],  # type: ignore[union-attr]
@@ -278,6 +303,65 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
 
 
 def _assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int, node: NodeShape) -> bool:
+    """Whether every replica can be assigned to `nodes` nodes that each offer `need` MIG instances, CPU
+    and memory: by first-fit decreasing, else by worst-fit decreasing (balanced)."""
+    return (_first_fit_assignable(items, index, need, nodes, node)
+            or _balanced_assignable(items, index, need, nodes, node))
+
+
+# Replicas up to which the balanced assignment runs (it places them one by one).
+BALANCED_REPLICAS = 20_000
+
+
+def _balanced_assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int,
+                         node: NodeShape) -> bool:
+    """Worst-fit decreasing: replicas hungriest first (by their share of a node's CPU and memory), each
+    onto the node with the most CPU and memory left that still has an instance of its profile. Where
+    both the instances and the CPU bind, first-fit fills its first nodes with the hungriest replicas and
+    strands instances; balancing spreads them. One heap of nodes per profile, stale entries skipped."""
+    if sum(i.count for i in items) > BALANCED_REPLICAS or nodes <= 0:
+        return False
+    cpu = [node.cpu] * nodes
+    memory = [node.memory_gib] * nodes
+    free = [list(need) for _ in range(nodes)]
+
+    def room(n: int) -> float:
+        return (cpu[n] / node.cpu if node.cpu else 0.0) + (memory[n] / node.memory_gib if node.memory_gib else 0.0)
+
+    heaps: list[list[tuple[float, int]]] = [[(-room(n), n) for n in range(nodes)] if need[p] else []
+                                            for p in range(len(need))]
+    for heap in heaps:
+        heapq.heapify(heap)
+
+    def hunger(item: Item) -> float:
+        return (item.cpu / node.cpu if node.cpu else 0.0) + (item.memory_gib / node.memory_gib if node.memory_gib else 0.0)
+
+    for item in sorted(items, key=lambda i: (-hunger(i), i.workload)):
+        p = index[item.profile]  # type: ignore[index]
+        heap = heaps[p]
+        for _ in range(item.count):
+            while heap:
+                stored, n = heap[0]
+                if not free[n][p]:
+                    heapq.heappop(heap)  # no instance of this profile left on it
+                elif -stored != room(n):
+                    heapq.heapreplace(heap, (-room(n), n))  # room taken by another profile: re-queued
+                else:
+                    break
+            if not heap:
+                return False
+            n = heap[0][1]
+            if cpu[n] + 1e-9 < item.cpu or memory[n] + 1e-9 < item.memory_gib:
+                return False  # the roomiest node left cannot take it in one dimension at least
+            cpu[n] -= item.cpu
+            memory[n] -= item.memory_gib
+            free[n][p] -= 1
+            heapq.heapreplace(heap, (-room(n), n))
+    return True
+
+
+def _first_fit_assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int,
+                          node: NodeShape) -> bool:
     """Whether first-fit decreasing (by CPU, then memory) assigns every replica to `nodes` nodes that
     each offer `need` MIG instances, CPU and memory. Identical nodes are kept in bulk groups."""
     groups: list[tuple[int, Counts, float, float]] = [(nodes, need, node.cpu, node.memory_gib)]

@@ -80,8 +80,15 @@ def one_type_per_pool(demands: Assignment, rows: Iterable[InstanceType], provisi
 
 def _on(row: InstanceType, together: list[Demand], rekey: Rekey) -> Assignment:
     moved: Assignment = {}
+    keys: dict[tuple[object, ...], PoolKey] = {}  # a key depends on the demand's pool and MIG profile only
     for demand in together:
-        moved.setdefault(rekey(demand, row), []).append(dataclasses.replace(demand, row=row))
+        shape = (demand.workload.kind, demand.workload.schedule, demand.workload.disk_gib, demand.part.capacity,
+                 demand.part.role, demand.ask.mode, demand.ask.shares_per_gpu,
+                 demand.ask.profile.name if demand.ask.profile else None, tuple(sorted(demand.workload.labels)))
+        key = keys.get(shape)
+        if key is None:
+            key = keys[shape] = rekey(demand, row)
+        moved.setdefault(key, []).append(dataclasses.replace(demand, row=row))
     return moved
 
 
@@ -107,7 +114,8 @@ def _decide(own: Assignment, rows: tuple[InstanceType, ...], provisioner: Provis
     fitting = [row for row in rows if row.gpu == gpu
                and all(provisioner.capacity_refusal(row, c) is None for c in capacities)
                and all(slots_per_node(row, d.ask, provisioner) > 0 for d in together)]
-    deployed = [row for row in fitting if any(k.name() in current_names for k in _on(row, together, rekey))]
+    deployed = [row for row in fitting if current_names
+                and any(k.name() in current_names for k in _on(row, together, rekey))]
     if len(deployed) == 1:
         keep, how = _on(deployed[0], together, rekey), f"on {deployed[0].name}, as deployed"
     else:  # nothing deployed, or the group deployed on several types (its workloads' own)

@@ -441,7 +441,7 @@ def _pack(demands: list[Demand], node: NodeShape, mig, count) -> Packing:  # typ
         raise ValueError(str(exc)) from None
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _packed(items: tuple[Item, ...], node: NodeShape, mig: MigModel | None, fractional: bool) -> Packing:
     # A pool whose floor is its peak (replicas: N on demand) packs the same replicas twice: once is enough.
     if mig is not None:
