@@ -408,6 +408,7 @@ def nodes_holding(layouts: Sequence[Layout], demand: dict[str, int]) -> int:
 def nodes_for(items: Sequence[Item], layouts: Sequence[Layout], node: NodeShape, most: int) -> int:
     """Nodes carrying `layouts` that hold `items` in MIG instances, CPU and memory (at most `most`,
     a count known to hold them): for a floor that runs on the nodes of a pool packed for its peak."""
+    items = coalesce(items)  # shapes, not workloads: the assignment's groups stay few
     demand: dict[str, int] = {}
     for item in items:
         assert item.profile is not None  # MIG items name their profile
