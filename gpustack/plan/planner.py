@@ -25,7 +25,9 @@ from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, cho
 from gpustack.plan.disks import default_disk_gib
 from gpustack.plan.model import AutoStopChoice, IdlePolicy, Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
-from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
+from gpustack.plan.pools import (
+    Demand, PoolKey, build_floor_and_burst, build_pool, floor_and_burst_cost, pool_cost, shares_tag,
+)
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.autostop import DETECTED
 from gpustack.spec.load import pinned_key
@@ -313,11 +315,18 @@ class _TargetPlanner:
             return key.fallback or any(d.workload.pinned_instance(self.target.cloud) for d in found)
 
         def cost_of(assignment: dict[PoolKey, list[Demand]]) -> float | None:
+            """What the pools of `assignment` cost a month, as `build_pools` would build them."""
+            total = 0.0
             try:
-                pools = self.build_pools(assignment, quiet=True)
+                for key, burst in self.pool_units(assignment):
+                    if burst is None:
+                        total += pool_cost(key, assignment[key], self.provisioner, self.catalog, self.prices)
+                    else:
+                        total += floor_and_burst_cost(key, burst, assignment[key], assignment.get(burst, []),
+                                                      self.provisioner, self.catalog, self.prices)
             except (ValueError, DoesNotFit):
                 return None
-            return sum(p.monthly_cost_usd for p in pools if p.role != "fallback")
+            return total
 
         def rekey(demand: Demand, row: InstanceType) -> PoolKey:
             gpu = self.catalog.gpu(demand.workload.gpu)
@@ -327,30 +336,29 @@ class _TargetPlanner:
         return pool_types.one_type_per_pool(demands, self.rows, self.provisioner, self.prices, cost_of, rekey,
                                             self.spec.type_change_saving, self.deployed, fixed)
 
-    def build_pools(self, demands: dict[PoolKey, list[Demand]], quiet: bool = False) -> list[Pool]:
-        """The pools of `demands`: each reserved serving floor packed with its on-demand burst. `quiet`:
-        for pricing an alternative, a pool that cannot be built raises instead of being reported."""
+    def build_pools(self, demands: dict[PoolKey, list[Demand]]) -> list[Pool]:
+        """The pools of `demands`: each reserved serving floor packed with its on-demand burst."""
         pools: list[Pool] = []
-        paired = {dataclasses.replace(k, capacity="on-demand") for k in demands if self.has_burst(k)}
-        for key in sorted(demands, key=lambda k: k.readable()):
-            if key in paired:
-                continue  # built with its reserved floor
-            if self.has_burst(key):
-                burst = dataclasses.replace(key, capacity="on-demand")
-                pools.extend(self.floor_and_burst(key, demands[key], burst, demands.get(burst, []), quiet))
+        for key, burst in self.pool_units(demands):
+            if burst is not None:
+                pools.extend(self.floor_and_burst(key, demands[key], burst, demands.get(burst, [])))
                 continue
-            pool = self.pool(key, demands[key], quiet)
+            pool = self.pool(key, demands[key])
             if pool is not None:
                 pools.append(pool)
         return pools
 
-    def pool(self, key: PoolKey, demands: list[Demand], quiet: bool = False) -> Pool | None:
+    def pool_units(self, demands: dict[PoolKey, list[Demand]]) -> list[tuple[PoolKey, PoolKey | None]]:
+        """What is packed as one: each pool's key, with the burst key for a reserved serving floor."""
+        paired = {dataclasses.replace(k, capacity="on-demand") for k in demands if self.has_burst(k)}
+        return [(key, dataclasses.replace(key, capacity="on-demand") if self.has_burst(key) else None)
+                for key in sorted(demands, key=lambda k: k.readable()) if key not in paired]
+
+    def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:
         name = key.name()
         try:
             return build_pool(key, name, demands, self.spec, self.provisioner, self.catalog, self.prices)
         except ValueError as exc:
-            if quiet:
-                raise
             first = demands[0].workload
             self.problem(first, "gpu", f"pool {name!r}: {exc}")
             return None
@@ -361,14 +369,12 @@ class _TargetPlanner:
         return key.kind == "inference" and key.capacity == "reserved" and not key.fallback
 
     def floor_and_burst(self, floor: PoolKey, demands: list[Demand], burst: PoolKey,
-                        burst_demands: list[Demand], quiet: bool = False) -> list[Pool]:
+                        burst_demands: list[Demand]) -> list[Pool]:
         names = [floor.name(), burst.name()]
         try:
             return build_floor_and_burst(floor, names[0], burst, names[1], demands, burst_demands, self.spec,
                                          self.provisioner, self.catalog, self.prices)
         except ValueError as exc:
-            if quiet:
-                raise
             self.problem(demands[0].workload, "gpu", f"pool {names[0]!r}: {exc}")
             return []
 

@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from gpustack.catalog import Catalog, InstanceType
+from gpustack.catalog import Catalog, GpuModel, InstanceType
 from gpustack.catalog.mig import InvalidLayout, MigModel
 from gpustack.clouds import Cloud, Feature, NameRule
 from gpustack.clouds.provisioner import Provisioner
@@ -368,12 +368,7 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     the burst pool only gets the nodes the peak needs beyond the floor, and none when the reserved
     nodes hold the whole peak.
     """
-    demands = floor + burst
-    row, gpu = demands[0].row, catalog.gpu(floor_key.gpu)
-    assert gpu is not None
-    node = _node_shape(row, demands[0].ask, provisioner)
-    peak = _pack(demands, node, gpu.mig, _all_replicas)
-    floor_nodes = _floor_nodes(floor, node, gpu.mig, peak, peak.nodes)
+    demands, row, gpu, node, peak, floor_nodes = _split(floor_key, floor, burst, provisioner, catalog)
     burst_nodes = peak.nodes - floor_nodes
     alone = _pack(floor, node, gpu.mig, lambda d: d.part.min_replicas)
     # At the peak the reserved nodes are the ones filled first: they carry their GPUs' share of the use.
@@ -401,10 +396,8 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     at_least = [d for d in demands if d.part.min_replicas]
     burst_min = max(0, _floor_nodes(at_least, node, gpu.mig, peak, peak.nodes) - floor_nodes) if any(
         d.part.min_replicas for d in burst) else 0
-    def bursting(d: Demand) -> int:
-        return d.part.replicas - d.part.min_replicas if id(d) in floors else d.part.replicas
-
-    hours = max((workload_hours(d.workload) for d in demands if bursting(d)), default=HOURS_PER_MONTH)
+    bursting = _bursting(floor)
+    hours = _burst_hours(demands, bursting)
     # The burst's bounds are what the joint bounds leave beyond the floor's: floor + burst = joint.
     burst_lower = min(burst_required, max(0, peak.lower_bound - floor_lower))
     floor_by_name = dict(floor_bounds)
@@ -417,6 +410,50 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
                                      for name, value in peak.bounds))
     return [build_pool(floor_key, floor_name, demands, spec, provisioner, catalog, prices, floor_share),
             build_pool(burst_key, burst_name, demands, spec, provisioner, catalog, prices, burst_share)]
+
+
+def _split(floor_key: PoolKey, floor: list[Demand], burst: list[Demand], provisioner: Provisioner,
+           catalog: Catalog) -> tuple[list[Demand], InstanceType, GpuModel, NodeShape, Packing, int]:
+    """A floor and its burst packed together at the peak, and how many of the nodes the floor needs."""
+    demands = floor + burst
+    row, gpu = demands[0].row, catalog.gpu(floor_key.gpu)
+    assert gpu is not None
+    node = _node_shape(row, demands[0].ask, provisioner)
+    peak = _pack(demands, node, gpu.mig, _all_replicas)
+    return demands, row, gpu, node, peak, _floor_nodes(floor, node, gpu.mig, peak, peak.nodes)
+
+
+def _bursting(floor: list[Demand]) -> Callable[[Demand], int]:
+    """The replicas of a demand above its floor: all of a burst demand's."""
+    floors = {id(d) for d in floor}
+    return lambda d: d.part.replicas - d.part.min_replicas if id(d) in floors else d.part.replicas
+
+
+def _burst_hours(demands: list[Demand], bursting: Callable[[Demand], int]) -> float:
+    return max((workload_hours(d.workload) for d in demands if bursting(d)), default=HOURS_PER_MONTH)
+
+
+def floor_and_burst_cost(floor_key: PoolKey, burst_key: PoolKey, floor: list[Demand], burst: list[Demand],
+                         provisioner: Provisioner, catalog: Catalog, prices: PriceBook) -> float:
+    """What `build_floor_and_burst`'s pools cost a month, without building them (for pricing types)."""
+    demands, row, _, _, peak, floor_nodes = _split(floor_key, floor, burst, provisioner, catalog)
+    cost = prices.for_capacity(row, floor_key.capacity).usd_per_node_hour * floor_nodes * HOURS_PER_MONTH
+    if peak.nodes > floor_nodes:
+        hours = _burst_hours(demands, _bursting(floor))
+        cost += prices.for_capacity(row, burst_key.capacity).usd_per_node_hour * (peak.nodes - floor_nodes) * hours
+    return cost
+
+
+def pool_cost(key: PoolKey, demands: list[Demand], provisioner: Provisioner, catalog: Catalog,
+              prices: PriceBook) -> float:
+    """What `build_pool`'s pool (with no share) costs a month, without building it (for pricing types)."""
+    if key.fallback:
+        return 0.0  # it stands by; the estimate leaves it out
+    row, gpu = demands[0].row, catalog.gpu(key.gpu)
+    assert gpu is not None
+    peak = _pack(demands, _node_shape(row, demands[0].ask, provisioner), gpu.mig, _all_replicas)
+    node_hours = peak.nodes * HOURS_PER_MONTH if key.capacity == "reserved" else peak.node_hours
+    return prices.for_capacity(row, key.capacity).usd_per_node_hour * node_hours
 
 
 def _placement_hours(demand: Demand, key: PoolKey, share: Share | None) -> float:
