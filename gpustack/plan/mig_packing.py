@@ -276,7 +276,7 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
         solution = exact_packing.solve_mig(items, names, cover.rows,
                                            [model.profile(n).shape.max_count for n in names],  # type: ignore[union-attr]
                                            node, nodes)
-        if solution is not None and solution.nodes < nodes:
+        if solution is not None and (solution.nodes, solution.gpus) < (nodes, len(layouts)):
             need = tuple(max(sum(c for c, it in zip(counts, items) if it.profile == n) for counts in solution.per_node)
                          for n in names)
             found, found_exact = cover.fewest(need)
@@ -284,7 +284,7 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
                 nodes, layouts, capacity, solved = solution.nodes, found, need, True
                 proven = solution.proved and found_exact
         elif solution is not None and solution.proved:
-            proven = exact
+            proven = True  # no packing beats the heuristic's nodes, then GPUs per node
     per_gpu = tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts)
     per_gpu = tuple(sorted(per_gpu, key=lambda layout: (-sum(c for _, c in layout), layout)))
     for layout in per_gpu:
