@@ -29,8 +29,9 @@ NODE_LIMIT = 1_000
 GPU_NODE_LIMIT = 100  # for the second objective, GPUs in use on the fewest nodes
 # Models above this many assignment variables (shapes x nodes) are left to the heuristic: the root
 # relaxation alone would take seconds, and such pools have many replicas per node, where the
-# heuristic is within a node of the bound.
-MAX_VARIABLES = 6_000
+# heuristic is within a node of the bound. At 6,000, two time-sliced pools of the 20,000-workload
+# benchmark spec took 65 s of HiGHS (under a profiler), the superlinear step of planning.
+MAX_VARIABLES = 1_000
 # MIG models carry rows per node and profile besides, and HiGHS takes far longer on them: above this
 # many assignment variables the MIG heuristic (`gpustack.plan.mig_packing`) answers alone. Measured on
 # the MIG pools of `benchmarks/specs.py` at 2,000 workloads (CPU seconds of the MIG packing, nodes):
@@ -139,7 +140,7 @@ def _per_node(values: list[float], x: list[list[int]], z: list[int]) -> tuple[tu
 
 
 def too_large(items: Sequence[Item], upper: int, mig: bool = False) -> bool:
-    return len(items) * upper > min(MAX_VARIABLES, MAX_MIG_VARIABLES if mig else MAX_VARIABLES)
+    return len(items) * upper > (min(MAX_VARIABLES, MAX_MIG_VARIABLES) if mig else MAX_VARIABLES)
 
 
 def solve_shares(items: Sequence[Item], node: NodeShape, upper: int, gpu_bound: int,

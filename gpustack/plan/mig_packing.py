@@ -284,7 +284,7 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
                 nodes, layouts, capacity, solved = solution.nodes, found, need, True
                 proven = solution.proved and found_exact
         elif solution is not None and solution.proved:
-            proven = True  # no packing beats the heuristic's nodes, then GPUs per node
+            proven = solved = True  # the integer program proved no packing beats the heuristic's
     per_gpu = tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts)
     per_gpu = tuple(sorted(per_gpu, key=lambda layout: (-sum(c for _, c in layout), layout)))
     for layout in per_gpu:
