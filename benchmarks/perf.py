@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -32,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _CHILD = r"""
 import json, resource, sys, time
 t0 = time.perf_counter()
+c0 = time.process_time()
 phase, path, target = sys.argv[1], sys.argv[2], sys.argv[3]
 from gpustack.spec import load_spec
 from gpustack.plan import build_plan
@@ -51,7 +53,7 @@ else:
             render_files(in_cluster(plan, t))
 seconds = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"seconds": seconds, "peak_mib": peak, "pools": count}))
+print(json.dumps({"seconds": seconds, "cpu": time.process_time() - c0, "peak_mib": peak, "pools": count}))
 """
 
 
@@ -70,13 +72,28 @@ def measure(phase: str, path: Path, target: str = "-") -> dict[str, float]:
 def _row(label: str, figures: dict[str, float], base: dict[str, float] | None) -> str:
     ratio = f"x{figures['wall'] / base['wall']:.1f}" if base else "x1.0"
     mem_ratio = f"x{figures['peak_mib'] / base['peak_mib']:.2f}" if base else "x1.00"
-    return (f"  {label:<26} {figures['wall']:8.2f} s  ({ratio:>6})   peak {figures['peak_mib']:7.0f} MiB "
+    return (f"  {label:<26} {figures['wall']:8.2f} s  ({ratio:>6})   CPU {figures['cpu']:7.2f} s   "
+            f"peak {figures['peak_mib']:7.0f} MiB "
             f"({mem_ratio:>6})   pools {int(figures['pools'])}")
+
+
+def exponent(small: tuple[int, float], large: tuple[int, float]) -> float:
+    """k in value ~ size^k through two points (sizes, values)."""
+    return math.log(large[1] / small[1]) / math.log(large[0] / small[0])
+
+
+def growth(rows: list[tuple[int, dict[str, float]]]) -> str:
+    if len(rows) < 2:
+        return "(one size only)"
+    (a, fa), (b, fb) = rows[-2], rows[-1]
+    return (f"{a} -> {b} workloads: time k = {exponent((a, fa['wall']), (b, fb['wall'])):.2f} "
+            f"(CPU k = {exponent((a, fa['cpu']), (b, fb['cpu'])):.2f}), "
+            f"peak memory k = {exponent((a, fa['peak_mib']), (b, fb['peak_mib'])):.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="10,100,1000,10000", help="workload counts (default: %(default)s)")
+    parser.add_argument("--sizes", default="10,100,1000,10000,20000", help="workload counts (default: %(default)s)")
     parser.add_argument("--pools", default="10,100,1000", help="pools per target for the Pulumi program")
     parser.add_argument("--quick", action="store_true", help="sizes 10,100,1000 and pools 10,100")
     args = parser.parse_args()
@@ -90,6 +107,7 @@ def main() -> None:
             print(_row(phase, measure(phase, example), None))
         print("\nvalidate / plan / render by spec size (4 targets):")
         bases: dict[str, dict[str, float]] = {}
+        measured: dict[str, list[tuple[int, dict[str, float]]]] = {}
         for size in sizes:
             path = folder / f"spec-{size}.yaml"
             path.write_text(spec(size))
@@ -97,6 +115,11 @@ def main() -> None:
                 figures = measure(phase, path)
                 print(_row(f"{phase:<8} {size:>6} workloads", figures, bases.get(phase)))
                 bases.setdefault(phase, figures)
+                measured.setdefault(phase, []).append((size, figures))
+        print("\nGrowth exponent k of time ~ workloads^k and memory ~ workloads^k between the two largest sizes "
+              "(1.0 is linear):")
+        for phase, rows in measured.items():
+            print(f"  {phase:<8} {growth(rows)}")
         print("\nThe Pulumi program under mocks, by pools in the target:")
         for target in TARGETS:
             base = None

@@ -58,11 +58,15 @@ def test_the_solution_is_a_real_assignment():
 
 
 def test_cpu_bound_mig_pool_gets_fewer_identical_nodes(heuristic_only, monkeypatch):
-    before = pack_mig(MIG_CPU_BOUND, P4DE, A100)
-    assert before.nodes == 3 and not before.proved_optimal
-    monkeypatch.undo()
+    # The even split of instances (5 x 4g.40gb and 4 x 1g.20gb a node) leaves no assignment by CPU;
+    # layouts with room for more let the heuristic reach the bound by itself (it needed 3 nodes).
     after = pack_mig(MIG_CPU_BOUND, P4DE, A100)
-    assert (after.nodes, after.method, after.proved_optimal) == (2, "integer program", True)
+    assert (after.nodes, after.proved_optimal) == (2, True)
+    # The integer program, given the heuristic's former 3 nodes, proves 2 as well.
+    names = ("4g.40gb", "1g.20gb")
+    rows = [tuple(row[sorted(names).index(n)] for n in names) for row in A100.maximal_layouts(names)]
+    solution = exact.solve_mig(MIG_CPU_BOUND, names, rows, [1, 4], P4DE, 3)
+    assert solution is not None and (solution.nodes, solution.proved) == (2, True)
     # One layout for every node, valid by NVIDIA's rules, holding each node's share of the instances.
     per_node: dict[str, int] = {}
     for layout in after.mig_layouts:

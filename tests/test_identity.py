@@ -31,8 +31,11 @@ def declared(doc: dict, target: str, tmp_path) -> set[tuple[str, str]]:
 def test_adding_a_workload_keeps_every_existing_resource(target, tmp_path):
     before = declared(EXAMPLE_DOC, target, tmp_path)
     doc = copy.deepcopy(EXAMPLE_DOC)
-    doc["workloads"].insert(0, {"name": "aa-new-service", "kind": "inference", "gpu": "A100-80GB",
-                                "gpu_memory": "20Gi", "cpu": 2, "memory": "8Gi",
+    # A workload of its own pool group: one that joins a group may move the group to a cheaper type for
+    # all (types are chosen over a pool's workloads together; against a deployed plan only when that
+    # saves more than pools.type_change_saving, tests/test_plan.py).
+    doc["workloads"].insert(0, {"name": "aa-new-service", "kind": "inference", "gpu": "A100-40GB",
+                                "gpu_memory": "10Gi", "cpu": 2, "memory": "8Gi",
                                 "replicas": {"min": 1, "max": 3}, "namespace": "serving"})
     for t in doc["targets"]:
         t["workloads"].insert(0, "aa-new-service")

@@ -125,9 +125,12 @@ def test_every_mig_layout_is_valid_and_holds_every_instance(model, data, gpus, b
     assert nodes_holding(packing.mig_layouts, demand) <= packing.nodes
 
 
-def test_past_the_step_budget_a_heuristic_answers_and_says_so():
+def test_past_the_step_budget_a_heuristic_answers_and_says_so(monkeypatch):
+    from gpustack.plan import exact as exact_step
+
     demand = {"1g.10gb": 13, "1g.20gb": 7, "2g.20gb": 9, "3g.40gb": 5, "4g.40gb": 3}
     exact = pack_mig(mig_items(demand), NodeShape(8, **ROOMY), A100)
+    monkeypatch.setattr(exact_step, "MAX_MIG_VARIABLES", 0)  # the integer program would settle it
     rough = pack_mig(mig_items(demand), NodeShape(8, **ROOMY), A100, budget=0)
     assert exact.proved_optimal and not rough.proved_optimal
     assert rough.method == "heuristic (step budget reached)"

@@ -26,13 +26,29 @@ def test_the_pool_takes_the_type_that_is_cheapest_for_all_its_replicas():
     # Each workload alone is cheapest on g5.8xlarge (4 nodes together); all four replicas fit one g5.24xlarge.
     [pool] = pools_of(serving(3))
     assert (pool.instance_type, pool.max_nodes, pool.workloads) == ("g5.24xlarge", 1, ("a", "b"))
-    assert any("more than pools.type_change_saving (10%)" in note for note in pool.notes)
+    assert any("less than on g5.8xlarge, its workloads' own type (every type that holds them priced)" in note
+               for note in pool.notes)
 
 
-def test_a_higher_threshold_keeps_the_workloads_own_type():
+def test_without_a_deployed_plan_the_threshold_does_not_keep_a_dearer_type():
+    # Nothing is deployed, so nothing would be replaced: the cheapest type, whatever the threshold.
     [pool] = pools_of(serving(3, pools={"type_change_saving": 0.5}))
+    assert (pool.instance_type, pool.max_nodes) == ("g5.24xlarge", 1)
+
+
+def test_a_higher_threshold_keeps_the_deployed_type():
+    deployed = build_plan(load_text(serving(2), "spec.yaml"))
+    assert deployed.targets[0].pools[0].instance_type == "g5.8xlarge"
+    [pool] = pools_of(serving(3, pools={"type_change_saving": 0.5}), current=deployed)
     assert (pool.instance_type, pool.max_nodes) == ("g5.8xlarge", 4)
     assert any("under pools.type_change_saving (50%)" in note for note in pool.notes)
+
+
+def test_a_move_above_the_threshold_replaces_the_deployed_type():
+    deployed = build_plan(load_text(serving(2), "spec.yaml"))
+    [pool] = pools_of(serving(3), current=deployed)
+    assert (pool.instance_type, pool.max_nodes) == ("g5.24xlarge", 1)
+    assert any("more than pools.type_change_saving (10%)" in note for note in pool.notes)
 
 
 def test_scaling_down_keeps_the_deployed_type_while_the_saving_is_under_the_threshold():

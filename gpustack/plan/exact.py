@@ -29,8 +29,16 @@ NODE_LIMIT = 1_000
 GPU_NODE_LIMIT = 100  # for the second objective, GPUs in use on the fewest nodes
 # Models above this many assignment variables (shapes x nodes) are left to the heuristic: the root
 # relaxation alone would take seconds, and such pools have many replicas per node, where the
-# heuristic is within a node of the bound.
-MAX_VARIABLES = 6_000
+# heuristic is within a node of the bound. At 6,000, two time-sliced pools of the 20,000-workload
+# benchmark spec took 65 s of HiGHS (under a profiler), the superlinear step of planning.
+MAX_VARIABLES = 1_000
+# MIG models carry rows per node and profile besides, and HiGHS takes far longer on them: above this
+# many assignment variables the MIG heuristic (`gpustack.plan.mig_packing`) answers alone. Measured on
+# the MIG pools of `benchmarks/specs.py` at 2,000 workloads (CPU seconds of the MIG packing, nodes):
+# heuristic alone 0.4 s, 8,789 nodes; models up to 300 variables 1.1 s, 8,783; up to 600, 2.8 s,
+# 8,773; up to 6,000, 30 s, 8,708 (0.9% fewer than the heuristic). The time per model grows faster
+# than its size, so the bound keeps planning linear in workloads.
+MAX_MIG_VARIABLES = 300
 _INF = 1e30
 
 
@@ -131,8 +139,8 @@ def _per_node(values: list[float], x: list[list[int]], z: list[int]) -> tuple[tu
     return tuple(tuple(int(values[x[t][n]]) for t in range(len(x))) for n in used)
 
 
-def too_large(items: Sequence[Item], upper: int) -> bool:
-    return len(items) * upper > MAX_VARIABLES
+def too_large(items: Sequence[Item], upper: int, mig: bool = False) -> bool:
+    return len(items) * upper > (min(MAX_VARIABLES, MAX_MIG_VARIABLES) if mig else MAX_VARIABLES)
 
 
 def solve_shares(items: Sequence[Item], node: NodeShape, upper: int, gpu_bound: int,

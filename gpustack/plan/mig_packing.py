@@ -19,6 +19,7 @@ and the packing is reported as heuristic with its gap to the lower bound.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections.abc import Sequence
@@ -29,6 +30,8 @@ from gpustack.plan.bounds import mig_bounds, nodes_bound
 from gpustack.plan.packing import DoesNotFit, Item, Layout, NodeShape, Packing, coalesce
 
 STEP_BUDGET = 20_000  # exact-search steps per node demand before the heuristic answers
+# Room per node beyond the even split, as multiples of it, tried when CPU or memory bind.
+_ROOM_SCALES = (1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 
 Counts = tuple[int, ...]
 
@@ -192,19 +195,63 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
         return tuple(math.ceil(demand[n] / nodes) for n in names)
 
     def attempt(nodes: int) -> tuple[tuple[Counts, ...] | None, bool]:
+        found, exact, caps = attempt_with_caps(nodes)
+        if found is not None:
+            chosen[nodes] = caps
+        return found, exact
+
+    def attempt_with_caps(nodes: int) -> tuple[tuple[Counts, ...] | None, bool, Counts]:
         need = per_node(nodes)
         layouts, exact = cover.fewest(need)
         if layouts is None:
-            return None, exact
+            return None, exact, need
         # CPU and memory: enough when even the hungriest replicas of every profile fit one node;
         # otherwise an assignment of replicas to nodes must exist (found by first-fit decreasing).
         if (sum(_top_sum(cpu[n], k) for n, k in zip(names, need)) <= node.cpu + 1e-9
                 and sum(_top_sum(memory[n], k) for n, k in zip(names, need)) <= node.memory_gib + 1e-9):
-            return layouts, exact
+            return layouts, exact, need
         if _assignable(items, index, need, nodes, node):
-            return layouts, exact
-        return None, False
+            return layouts, exact, need
+        # Where CPU or memory bind, the node's GPUs usually have room for more instances than the even
+        # split: layouts with more of every profile let the assignment place replicas by CPU and memory
+        # alone. The least such room that works, so that the fewest GPUs are partitioned; at the most,
+        # every profile extended one instance at a time while the node's GPUs still hold them.
+        for more in (*_roomier(need, nodes), _roomiest(need)):
+            roomier, _ = cover.fewest(more)
+            if roomier is None:
+                continue
+            if _assignable(items, index, more, nodes, node):
+                # Not proven: fewer GPUs may hold another assignment.
+                return roomier, False, more
+        return None, False, need
 
+    def _roomier(need: Counts, nodes: int) -> list[Counts]:
+        out = []
+        for scale in _ROOM_SCALES:
+            more = tuple(min(demand[n], math.ceil(demand[n] * scale / nodes)) for n in names)
+            if more in out or more == need:
+                continue
+            if cover.fewest(more)[0] is None:
+                break  # the GPUs hold no more at this scale, nor at any larger one
+            out.append(more)
+        return out
+
+    def _roomiest(need: Counts) -> Counts:
+        room = list(need)
+        growing = True
+        while growing:
+            growing = False
+            for i, n in enumerate(names):
+                if room[i] >= demand[n]:
+                    continue
+                room[i] += 1
+                if cover.fewest(tuple(room))[0] is None:
+                    room[i] -= 1
+                else:
+                    growing = True
+        return tuple(room)
+
+    chosen: dict[int, Counts] = {}  # nodes -> the instances of each profile a node offers, when it works
     one_each, settled = cover.fewest(tuple(1 for _ in names))
     if one_each is None:
         raise DoesNotFit(_no_uniform_fit(model, names, node, settled))
@@ -222,14 +269,14 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
     # Proven: fewest GPUs per node at N, and N nodes are needed (the bound, or N - 1 proven too few).
     proven = exact and (nodes <= nodes_lower or attempt(nodes - 1) == (None, True))
     assert layouts is not None, "one replica per node always fits"
-    capacity = per_node(nodes)
+    capacity = chosen.get(nodes, per_node(nodes))
     solved = False
-    if not proven and not exact_packing.too_large(items, nodes):
+    if not proven and not exact_packing.too_large(items, nodes, mig=True):
         # CPU or memory bind where first-fit decreasing is not enough: settle the assignment exactly.
         solution = exact_packing.solve_mig(items, names, cover.rows,
                                            [model.profile(n).shape.max_count for n in names],  # type: ignore[union-attr]
                                            node, nodes)
-        if solution is not None and solution.nodes < nodes:
+        if solution is not None and (solution.nodes, solution.gpus) < (nodes, len(layouts)):
             need = tuple(max(sum(c for c, it in zip(counts, items) if it.profile == n) for counts in solution.per_node)
                          for n in names)
             found, found_exact = cover.fewest(need)
@@ -237,7 +284,7 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
                 nodes, layouts, capacity, solved = solution.nodes, found, need, True
                 proven = solution.proved and found_exact
         elif solution is not None and solution.proved:
-            proven = exact
+            proven = solved = True  # the integer program proved no packing beats the heuristic's
     per_gpu = tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts)
     per_gpu = tuple(sorted(per_gpu, key=lambda layout: (-sum(c for _, c in layout), layout)))
     for layout in per_gpu:
@@ -256,6 +303,65 @@ def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: in
 
 
 def _assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int, node: NodeShape) -> bool:
+    """Whether every replica can be assigned to `nodes` nodes that each offer `need` MIG instances, CPU
+    and memory: by first-fit decreasing, else by worst-fit decreasing (balanced)."""
+    return (_first_fit_assignable(items, index, need, nodes, node)
+            or _balanced_assignable(items, index, need, nodes, node))
+
+
+# Replicas up to which the balanced assignment runs (it places them one by one).
+BALANCED_REPLICAS = 20_000
+
+
+def _balanced_assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int,
+                         node: NodeShape) -> bool:
+    """Worst-fit decreasing: replicas hungriest first (by their share of a node's CPU and memory), each
+    onto the node with the most CPU and memory left that still has an instance of its profile. Where
+    both the instances and the CPU bind, first-fit fills its first nodes with the hungriest replicas and
+    strands instances; balancing spreads them. One heap of nodes per profile, stale entries skipped."""
+    if sum(i.count for i in items) > BALANCED_REPLICAS or nodes <= 0:
+        return False
+    cpu = [node.cpu] * nodes
+    memory = [node.memory_gib] * nodes
+    free = [list(need) for _ in range(nodes)]
+
+    def room(n: int) -> float:
+        return (cpu[n] / node.cpu if node.cpu else 0.0) + (memory[n] / node.memory_gib if node.memory_gib else 0.0)
+
+    heaps: list[list[tuple[float, int]]] = [[(-room(n), n) for n in range(nodes)] if need[p] else []
+                                            for p in range(len(need))]
+    for heap in heaps:
+        heapq.heapify(heap)
+
+    def hunger(item: Item) -> float:
+        return (item.cpu / node.cpu if node.cpu else 0.0) + (item.memory_gib / node.memory_gib if node.memory_gib else 0.0)
+
+    for item in sorted(items, key=lambda i: (-hunger(i), i.workload)):
+        p = index[item.profile]  # type: ignore[index]
+        heap = heaps[p]
+        for _ in range(item.count):
+            while heap:
+                stored, n = heap[0]
+                if not free[n][p]:
+                    heapq.heappop(heap)  # no instance of this profile left on it
+                elif -stored != room(n):
+                    heapq.heapreplace(heap, (-room(n), n))  # room taken by another profile: re-queued
+                else:
+                    break
+            if not heap:
+                return False
+            n = heap[0][1]
+            if cpu[n] + 1e-9 < item.cpu or memory[n] + 1e-9 < item.memory_gib:
+                return False  # the roomiest node left cannot take it in one dimension at least
+            cpu[n] -= item.cpu
+            memory[n] -= item.memory_gib
+            free[n][p] -= 1
+            heapq.heapreplace(heap, (-room(n), n))
+    return True
+
+
+def _first_fit_assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int,
+                          node: NodeShape) -> bool:
     """Whether first-fit decreasing (by CPU, then memory) assigns every replica to `nodes` nodes that
     each offer `need` MIG instances, CPU and memory. Identical nodes are kept in bulk groups."""
     groups: list[tuple[int, Counts, float, float]] = [(nodes, need, node.cpu, node.memory_gib)]
@@ -302,6 +408,7 @@ def nodes_holding(layouts: Sequence[Layout], demand: dict[str, int]) -> int:
 def nodes_for(items: Sequence[Item], layouts: Sequence[Layout], node: NodeShape, most: int) -> int:
     """Nodes carrying `layouts` that hold `items` in MIG instances, CPU and memory (at most `most`,
     a count known to hold them): for a floor that runs on the nodes of a pool packed for its peak."""
+    items = coalesce(items)  # shapes, not workloads: the assignment's groups stay few
     demand: dict[str, int] = {}
     for item in items:
         assert item.profile is not None  # MIG items name their profile
@@ -316,9 +423,21 @@ def nodes_for(items: Sequence[Item], layouts: Sequence[Layout], node: NodeShape,
     nodes = max(nodes_holding(layouts, demand),
                 nodes_bound(0, node.gpus, sum(i.cpu * i.count for i in items),
                             sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
-    while nodes < most and not _assignable(items, index, need, nodes, node):
-        nodes += 1
-    return min(nodes, most)
+    if nodes >= most or _assignable(items, index, need, nodes, node):
+        return min(nodes, most)
+    # Galloping, then bisection between a count that fails and one that holds (`most` does): a few
+    # assignments, not one per node of the pool (that was quadratic in the pool's size).
+    fails, step = nodes, 1
+    while fails + step < most and not _assignable(items, index, need, fails + step, node):
+        fails, step = fails + step, step * 2
+    holds = min(fails + step, most)
+    while holds - fails > 1:
+        middle = (fails + holds) // 2
+        if _assignable(items, index, need, middle, node):
+            holds = middle
+        else:
+            fails = middle
+    return holds
 
 
 def _node_hours(items: Sequence[Item], names: tuple[str, ...], capacity: Counts, nodes: int) -> float:

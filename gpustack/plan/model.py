@@ -486,7 +486,8 @@ def _pool(p: Pool) -> dict[str, Any]:
         "vcpus_per_node": p.vcpus_per_node,
         "memory_gib_per_node": p.memory_gib_per_node,
         "price": {"usd_per_node_hour": p.price.usd_per_node_hour, "source": p.price.source},
-        "hours_per_month": round(p.hours_per_month, 2),
+        # Unrounded: price x max_nodes x hours_per_month gives monthly_cost_usd to the cent.
+        "hours_per_month": p.hours_per_month,
         "gpus": {"required": p.gpus.required, "lower_bound": p.gpus.lower_bound,
                  "provisioned": p.gpus.provisioned, "gap": p.gpus.gap,
                  "requested": round(p.gpus.requested, 3), "requested_lower_bound": p.gpus.requested_lower_bound,

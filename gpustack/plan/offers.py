@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from gpustack.clouds import Cloud
 from gpustack.clouds.provisioner import Provisioner
-from gpustack.plan.model import FloorUpgrade, PodRequest, Pool, Taint
+from gpustack.plan.model import FloorUpgrade, Placement, PodRequest, Pool, Taint
 from gpustack.plan.nodes import kubelet_allocatable
 from gpustack.spec.model import HOURS_PER_MONTH
 
@@ -131,15 +131,17 @@ def pod_requests(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[PodRe
     mechanism = provisioner.fallback_mechanism
     selected = _SELECTED_LABELS + ((mechanism.pool_marker,) if mechanism and mechanism.pool_marker else ())
     carriers: dict[str, list[Pool]] = {}
+    placed: dict[tuple[str, str], Placement] = {}  # (workload, pool name) -> its placement: no scans
     for pool in pools:
         for placement in pool.placements:
             if placement.replicas:
                 carriers.setdefault(placement.workload, []).append(pool)
+                placed[placement.workload, pool.name] = placement
     requests = []
     for workload, mine in sorted(carriers.items()):
         asks = set()
         for pool in mine:
-            placement = next(p for p in pool.placements if p.workload == workload)
+            placement = placed[workload, pool.name]
             gpus = round(placement.gpu_share) if pool.sharing.mode == "none" else 1
             resource = _pod_gpu_resource(pool, placement.profile, gpus)
             extra: list[tuple[str, str]] = []

@@ -4,8 +4,8 @@ A pool holds one workload kind, one GPU model, one capacity type, one sharing mo
 clients per GPU, or its MIG profile where the cloud takes one profile per pool), one instance type
 and one schedule. These define the pool and its name, and each is decided per workload
 (`gpustack.plan.choices`), so a pool's name does not depend on the other workloads, except for its
-instance type: workloads that would share a pool move to one type for all their replicas when that
-saves more than `pools.type_change_saving` (`gpustack.plan.pool_types`).
+instance type: workloads that would share a pool take the one type that carries all their replicas for
+the least money, every type that holds them priced by packing (`gpustack.plan.pool_types`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 
-from gpustack.catalog import Catalog, GpuModel, load_catalog
+from gpustack.catalog import Catalog, GpuModel, InstanceType, load_catalog
 from gpustack.catalog.mig import Profile
 from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
@@ -25,7 +25,9 @@ from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, cho
 from gpustack.plan.disks import default_disk_gib
 from gpustack.plan.model import AutoStopChoice, IdlePolicy, Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
-from gpustack.plan.pools import Demand, PoolKey, build_floor_and_burst, build_pool, shares_tag
+from gpustack.plan.pools import (
+    Demand, PoolKey, build_floor_and_burst, build_pool, floor_and_burst_cost, pool_cost, shares_tag,
+)
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.autostop import DETECTED
 from gpustack.spec.load import pinned_key
@@ -109,18 +111,7 @@ class _TargetPlanner:
         retyped = self.one_type_per_pool(demands)
         demands = defaultdict(list, retyped.demands)
         self.note_split_mig(demands)
-        pools: list[Pool] = []
-        paired = {dataclasses.replace(k, capacity="on-demand") for k in demands if self.has_burst(k)}
-        for key in sorted(demands, key=lambda k: k.readable()):
-            if key in paired:
-                continue  # built with its reserved floor
-            if self.has_burst(key):
-                burst = dataclasses.replace(key, capacity="on-demand")
-                pools.extend(self.floor_and_burst(key, demands[key], burst, demands.get(burst, [])))
-                continue
-            pool = self.pool(key, demands[key])
-            if pool is not None:
-                pools.append(pool)
+        pools = self.build_pools(demands)
         pools = [dataclasses.replace(p, notes=p.notes + (retyped.notes[p.name],)) if p.name in retyped.notes else p
                  for p in pools]
         pools.sort(key=lambda p: p.name)
@@ -324,21 +315,48 @@ class _TargetPlanner:
 
     # -- per pool -----------------------------------------------------------------------------
     def one_type_per_pool(self, demands: dict[PoolKey, list[Demand]]) -> pool_types.Retyped:
-        paired = {dataclasses.replace(k, capacity="on-demand", instance="") for k in demands if self.has_burst(k)}
-
         def fixed(key: PoolKey, found: list[Demand]) -> bool:
-            return (key.capacity == "reserved" or key.fallback or dataclasses.replace(key, instance="") in paired
-                    or any(d.workload.pinned_instance(self.target.cloud) for d in found))
+            return key.fallback or any(d.workload.pinned_instance(self.target.cloud) for d in found)
 
-        def cost_of(key: PoolKey, found: list[Demand]) -> float | None:
+        def cost_of(assignment: dict[PoolKey, list[Demand]]) -> float | None:
+            """What the pools of `assignment` cost a month, as `build_pools` would build them."""
+            total = 0.0
             try:
-                return build_pool(key, key.name(), found, self.spec, self.provisioner, self.catalog,
-                                  self.prices).monthly_cost_usd
+                for key, burst in self.pool_units(assignment):
+                    if burst is None:
+                        total += pool_cost(key, assignment[key], self.provisioner, self.catalog, self.prices)
+                    else:
+                        total += floor_and_burst_cost(key, burst, assignment[key], assignment.get(burst, []),
+                                                      self.provisioner, self.catalog, self.prices)
             except (ValueError, DoesNotFit):
                 return None
+            return total
 
-        return pool_types.one_type_per_pool(demands, self.rows, self.provisioner, self.prices, cost_of,
+        def rekey(demand: Demand, row: InstanceType) -> PoolKey:
+            gpu = self.catalog.gpu(demand.workload.gpu)
+            assert gpu is not None
+            return self.key(demand.workload, gpu, demand.ask, demand.part, row.name)
+
+        return pool_types.one_type_per_pool(demands, self.rows, self.provisioner, self.prices, cost_of, rekey,
                                             self.spec.type_change_saving, self.deployed, fixed)
+
+    def build_pools(self, demands: dict[PoolKey, list[Demand]]) -> list[Pool]:
+        """The pools of `demands`: each reserved serving floor packed with its on-demand burst."""
+        pools: list[Pool] = []
+        for key, burst in self.pool_units(demands):
+            if burst is not None:
+                pools.extend(self.floor_and_burst(key, demands[key], burst, demands.get(burst, [])))
+                continue
+            pool = self.pool(key, demands[key])
+            if pool is not None:
+                pools.append(pool)
+        return pools
+
+    def pool_units(self, demands: dict[PoolKey, list[Demand]]) -> list[tuple[PoolKey, PoolKey | None]]:
+        """What is packed as one: each pool's key, with the burst key for a reserved serving floor."""
+        paired = {dataclasses.replace(k, capacity="on-demand") for k in demands if self.has_burst(k)}
+        return [(key, dataclasses.replace(key, capacity="on-demand") if self.has_burst(key) else None)
+                for key in sorted(demands, key=lambda k: k.readable()) if key not in paired]
 
     def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:
         name = key.name()

@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from gpustack.catalog import Catalog, InstanceType
+from gpustack.catalog import Catalog, GpuModel, InstanceType
 from gpustack.catalog.mig import InvalidLayout, MigModel
 from gpustack.clouds import Cloud, Feature, NameRule
 from gpustack.clouds.provisioner import Provisioner
@@ -230,7 +230,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provi
         placements=tuple(sorted(
             (Placement(d.workload.name, carries(d), d.ask.planned_share, d.ask.requested_share,
                        d.ask.profile.name if d.ask.profile else None, d.workload.cpu, d.workload.memory_gib,
-                       d.hours) for d in carried_demands), key=lambda p: p.workload)),
+                       _placement_hours(d, key, share)) for d in carried_demands), key=lambda p: p.workload)),
         namespaces=tuple(sorted({d.workload.namespace for d in carried_demands})),
         labels=_labels(spec, key, name, carried_demands, sharing, cloud),
         taints=_taints(key, provisioner),
@@ -276,26 +276,48 @@ def _packing_notes(gpus: PoolGpus, demands: list[Demand], nodes: int, sharing: S
             notes.append(f"Rounding to fixed shares: the replicas ask for {gpus.requested:.2f} GPUs in all (at "
                          f"least {gpus.requested_lower_bound} GPUs); as planned ({' and '.join(shapes)}) they need "
                          f"at least {gpus.lower_bound}.")
-        else:  # the profiles were asked for as they are: what costs GPUs is where NVIDIA lets them go
+        elif sharing.mode == "mig" and _binding(gpus) in ("compute", "memory", "layout"):
+            # The profiles were asked for as they are: what costs GPUs is where NVIDIA lets them go.
             limits = sorted({f"{d.ask.profile.name} at most {d.ask.profile.shape.max_count} per GPU"
                              for d in demands if d.ask.profile is not None})
             notes.append(f"MIG layouts: the profiles asked for add up to {gpus.requested:.2f} GPUs (at least "
                          f"{gpus.requested_lower_bound} GPUs), but NVIDIA's valid layouts place "
                          f"{', '.join(limits) or 'them in fixed positions'}, so they need at least {gpus.lower_bound}.")
+        elif _binding(gpus) == "l2":
+            notes.append(f"Fractions: the replicas ask for {gpus.requested:.2f} GPUs in all (at least "
+                         f"{gpus.requested_lower_bound} GPUs), but two replicas above half a GPU never share one, "
+                         f"so they need at least {gpus.lower_bound}.")
+        elif _binding(gpus) == "exact_gpus":
+            notes.append(f"Fractions: the replicas ask for {gpus.requested:.2f} GPUs in all (at least "
+                         f"{gpus.requested_lower_bound} GPUs), but no packing of their sizes into GPUs uses fewer "
+                         f"than {gpus.lower_bound} (proved by an integer program).")
+        elif _binding(gpus) == "one_gpu_per_node":
+            notes.append(f"CPU and memory: the replicas ask for {gpus.requested:.2f} GPUs in all (at least "
+                         f"{gpus.requested_lower_bound} GPUs), but their CPU and memory need at least "
+                         f"{gpus.nodes_lower_bound} node(s), each with a GPU in use, so they need at least "
+                         f"{gpus.lower_bound}.")
     gap = gpus.required - gpus.lower_bound
+    node_gap = nodes - gpus.nodes_lower_bound
     if gap > 0 and sharing.mode == "mig" and gpus.proved_optimal:
         per_node = gpus.required // nodes if nodes else 0
         notes.append(f"{nodes} node(s) x {per_node} partitioned GPUs is the fewest with one layout on every node "
                      f"(proved); any layouts at all need at least {gpus.lower_bound} GPUs, so identical nodes "
                      f"cost at most {gap} GPU(s) here.")
-    elif gap > 0 and not gpus.proved_optimal:
-        notes.append(f"Packed by {gpus.method}: {gpus.required} GPUs in use, at most {gap} more than the "
-                     f"lower bound of {gpus.lower_bound}.")
-    node_gap = nodes - gpus.nodes_lower_bound
-    if node_gap > 0 and not gpus.proved_optimal:
-        notes.append(f"Packed by {gpus.method}, not proved optimal: {nodes} nodes, at most {node_gap} more than the "
-                     f"lower bound of {gpus.nodes_lower_bound}.")
+    elif not gpus.proved_optimal and (gap > 0 or node_gap > 0):
+        # One sentence for both gaps: the pool has one packing, so one method and one verdict.
+        figures = []
+        if node_gap > 0:
+            figures.append(f"{nodes} nodes, at most {node_gap} more than the lower bound of {gpus.nodes_lower_bound}")
+        if gap > 0:
+            figures.append(f"{gpus.required} GPUs in use, at most {gap} more than the lower bound of "
+                           f"{gpus.lower_bound}")
+        notes.append(f"Packed by {gpus.method}, not proved optimal: {'; '.join(figures)}.")
     return notes
+
+
+def _binding(gpus: PoolGpus) -> str:
+    """The name of the GPU lower bound that sets the pool's bound (the first, by name, of equals)."""
+    return max(sorted(gpus.bounds), key=lambda b: b[1], default=("", 0))[0]
 
 
 def _share_words(ask: Ask) -> str:
@@ -346,12 +368,7 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     the burst pool only gets the nodes the peak needs beyond the floor, and none when the reserved
     nodes hold the whole peak.
     """
-    demands = floor + burst
-    row, gpu = demands[0].row, catalog.gpu(floor_key.gpu)
-    assert gpu is not None
-    node = _node_shape(row, demands[0].ask, provisioner)
-    peak = _pack(demands, node, gpu.mig, _all_replicas)
-    floor_nodes = _floor_nodes(floor, node, gpu.mig, peak, peak.nodes)
+    demands, row, gpu, node, peak, floor_nodes = _split(floor_key, floor, burst, provisioner, catalog)
     burst_nodes = peak.nodes - floor_nodes
     alone = _pack(floor, node, gpu.mig, lambda d: d.part.min_replicas)
     # At the peak the reserved nodes are the ones filled first: they carry their GPUs' share of the use.
@@ -379,10 +396,8 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     at_least = [d for d in demands if d.part.min_replicas]
     burst_min = max(0, _floor_nodes(at_least, node, gpu.mig, peak, peak.nodes) - floor_nodes) if any(
         d.part.min_replicas for d in burst) else 0
-    def bursting(d: Demand) -> int:
-        return d.part.replicas - d.part.min_replicas if id(d) in floors else d.part.replicas
-
-    hours = max((_workload_hours(d.workload) for d in demands if bursting(d)), default=HOURS_PER_MONTH)
+    bursting = _bursting(floor)
+    hours = _burst_hours(demands, bursting)
     # The burst's bounds are what the joint bounds leave beyond the floor's: floor + burst = joint.
     burst_lower = min(burst_required, max(0, peak.lower_bound - floor_lower))
     floor_by_name = dict(floor_bounds)
@@ -397,7 +412,59 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
             build_pool(burst_key, burst_name, demands, spec, provisioner, catalog, prices, burst_share)]
 
 
-def _workload_hours(workload: Workload) -> float:
+def _split(floor_key: PoolKey, floor: list[Demand], burst: list[Demand], provisioner: Provisioner,
+           catalog: Catalog) -> tuple[list[Demand], InstanceType, GpuModel, NodeShape, Packing, int]:
+    """A floor and its burst packed together at the peak, and how many of the nodes the floor needs."""
+    demands = floor + burst
+    row, gpu = demands[0].row, catalog.gpu(floor_key.gpu)
+    assert gpu is not None
+    node = _node_shape(row, demands[0].ask, provisioner)
+    peak = _pack(demands, node, gpu.mig, _all_replicas)
+    return demands, row, gpu, node, peak, _floor_nodes(floor, node, gpu.mig, peak, peak.nodes)
+
+
+def _bursting(floor: list[Demand]) -> Callable[[Demand], int]:
+    """The replicas of a demand above its floor: all of a burst demand's."""
+    floors = {id(d) for d in floor}
+    return lambda d: d.part.replicas - d.part.min_replicas if id(d) in floors else d.part.replicas
+
+
+def _burst_hours(demands: list[Demand], bursting: Callable[[Demand], int]) -> float:
+    return max((workload_hours(d.workload) for d in demands if bursting(d)), default=HOURS_PER_MONTH)
+
+
+def floor_and_burst_cost(floor_key: PoolKey, burst_key: PoolKey, floor: list[Demand], burst: list[Demand],
+                         provisioner: Provisioner, catalog: Catalog, prices: PriceBook) -> float:
+    """What `build_floor_and_burst`'s pools cost a month, without building them (for pricing types)."""
+    demands, row, _, _, peak, floor_nodes = _split(floor_key, floor, burst, provisioner, catalog)
+    cost = prices.for_capacity(row, floor_key.capacity).usd_per_node_hour * floor_nodes * HOURS_PER_MONTH
+    if peak.nodes > floor_nodes:
+        hours = _burst_hours(demands, _bursting(floor))
+        cost += prices.for_capacity(row, burst_key.capacity).usd_per_node_hour * (peak.nodes - floor_nodes) * hours
+    return cost
+
+
+def pool_cost(key: PoolKey, demands: list[Demand], provisioner: Provisioner, catalog: Catalog,
+              prices: PriceBook) -> float:
+    """What `build_pool`'s pool (with no share) costs a month, without building it (for pricing types)."""
+    if key.fallback:
+        return 0.0  # it stands by; the estimate leaves it out
+    row, gpu = demands[0].row, catalog.gpu(key.gpu)
+    assert gpu is not None
+    peak = _pack(demands, _node_shape(row, demands[0].ask, provisioner), gpu.mig, _all_replicas)
+    node_hours = peak.nodes * HOURS_PER_MONTH if key.capacity == "reserved" else peak.node_hours
+    return prices.for_capacity(row, key.capacity).usd_per_node_hour * node_hours
+
+
+def _placement_hours(demand: Demand, key: PoolKey, share: Share | None) -> float:
+    """The monthly hours a replica runs in this pool: a floor's burst above it runs the workload's own
+    hours, not the reservation's (its demand was built as reserved, billed all month)."""
+    if share is None or key.capacity == "reserved":
+        return demand.hours
+    return workload_hours(demand.workload)
+
+
+def workload_hours(workload: Workload) -> float:
     if workload.schedule is not None:
         return workload.schedule.active_hours_per_week * HOURS_PER_MONTH / 168
     return workload.hours_per_month or HOURS_PER_MONTH
@@ -411,7 +478,7 @@ def _pack(demands: list[Demand], node: NodeShape, mig, count) -> Packing:  # typ
         raise ValueError(str(exc)) from None
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _packed(items: tuple[Item, ...], node: NodeShape, mig: MigModel | None, fractional: bool) -> Packing:
     # A pool whose floor is its peak (replicas: N on demand) packs the same replicas twice: once is enough.
     if mig is not None:
