@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := stacks/gpustack.yaml
 
-.PHONY: demo test lint typecheck fmt golden templates bench-perf clean promtool
+.PHONY: demo test lint typecheck fmt golden templates bench-perf bench-catalog catalog clean promtool
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpustack needs Python 3.11 or newer (set PYTHON=...)")'
@@ -64,6 +64,16 @@ templates: $(VENV)/.installed-test
 # How time and memory grow with the spec (minutes; prints a table).
 bench-perf: $(VENV)/.installed-test
 	$(BIN)/python -m benchmarks.perf
+
+# Rebuild the bundled catalog (gpustack/catalog/data/<cloud>.csv) from source snapshots in SOURCES
+# (SOURCES/<cloud>/<source key>/...; see gpustack/catalog/data/README.md) and print the moves.
+catalog: $(VENV)/.installed-cli
+	@test -n "$(SOURCES)" || { echo "usage: make catalog SOURCES=DIR (DIR/<cloud>/<source key>/<files>)"; exit 2; }
+	$(BIN)/python -m gpustack.catalog.importer $(SOURCES)
+
+# What the catalog costs `gpustack validate` on the example (prints milliseconds; asserts nothing).
+bench-catalog: $(VENV)/.installed-cli
+	$(BIN)/python -m benchmarks.catalog
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

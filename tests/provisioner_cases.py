@@ -4,6 +4,7 @@ NodePools (tests/cloudsim/karpenter.py), the guardrails' views of the declared o
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -192,3 +193,91 @@ def guardrail_findings(target: str, pool_views: list[Any]) -> tuple[list[Any], s
 
     found = evaluate({target: pool_views}, settings())
     return [v for v in found if v.level == "mandatory"], {v.rule for v in found}
+
+
+def _node_pool_of(node_pools: Sequence[Mapping[str, Any]], pool: Any) -> Mapping[str, Any]:
+    [found] = [o for o in node_pools if o["metadata"]["name"] == pool.cloud_name]
+    return found
+
+
+def _node_class_of(node_classes: Mapping[str, Mapping[str, Any]], node_pool: Mapping[str, Any]) -> Mapping[str, Any]:
+    return node_classes[node_pool["spec"]["template"]["spec"]["nodeClassRef"]["name"]]
+
+
+def pod_of(planned: TargetPlan, pool: Any) -> Any:
+    """The pod request of a workload the pool carries."""
+    return next(r for r in planned.pod_requests if pool.name in r.pools)
+
+
+def assert_every_nodepool_launches_its_maximum(planned: TargetPlan, node_pools: Sequence[Mapping[str, Any]],
+                                               rows: Mapping[str, Any], overlays: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Under Karpenter's limit rule (with and without the overlays read), each NodePool launches exactly the
+    pool's planned maximum, a reserved floor as many nodes as its reservation holds."""
+    for pool in planned.pools:
+        node_pool = _node_pool_of(node_pools, pool)
+        request = pod_of(planned, pool)
+        room = pool.reserved_nodes or None
+        for read in ({True, False} if overlays else {False}):
+            launched = sim.launchable(pod(request), node_pool, rows, overlays if read else (), reservation_room=room)
+            if read or not any(n.startswith("nvidia.com/mig-") for n, _ in request.resources):
+                assert launched == pool.max_nodes, (pool.name, read, launched, node_pool["spec"]["limits"])
+
+
+def assert_floors_and_unprotected_training_keep_their_nodes(planned: TargetPlan, node_pools: Sequence[Mapping[str, Any]],
+                                                           node_classes: Mapping[str, Mapping[str, Any]],
+                                                           rows: Mapping[str, Any]) -> set[str]:
+    """Through a new image, a Kubernetes upgrade and an expiry: every node of a floor keeps serving, and no node
+    of training that cannot resume is disrupted while its pods run. The pools checked."""
+    checked = set()
+    for pool in planned.pools:
+        request = pod_of(planned, pool)
+        unprotected = pool.kind in ("training", "fine-tuning") and not request.checkpointing
+        if pool.role != "floor" and not unprotected:
+            continue
+        node_pool = _node_pool_of(node_pools, pool)
+        nodes = max(pool.min_nodes, 1)
+        for event in ("ami", "upgrade", "expiry"):
+            kept, why = sim.day_two(event, node_pool, _node_class_of(node_classes, node_pool), pod(request), rows,
+                                    nodes, 0 if pool.reserved_nodes else None, dict(request.annotations))
+            assert kept == nodes, (pool.name, event, why)
+            if unprotected:
+                assert "not disrupted" in why or "never expires" in why or "pins" in why, (pool.name, event, why)
+        checked.add(pool.name)
+    return checked
+
+
+def patched_objects(planned: TargetPlan) -> dict[str, dict[str, Any]]:
+    """Each workload's bare object with its `gpustack render --workloads` patch merged, by workload."""
+    from gpustack.render.workloads import patch, wirings
+    from strategic_merge import merge, plain_object
+
+    return {w.workload: merge(plain_object(w.kind, w.workload, w.namespace), patch(w)) for w in wirings(planned)}
+
+
+def manifest_findings(planned: TargetPlan, objects: list[dict[str, Any]]) -> list[Any]:
+    """What `gpustack check --manifests` finds in `objects`, written as one YAML file."""
+    import yaml
+
+    from gpustack.guardrails.manifests import check
+    from gpustack.spec.yamlsource import parse_all
+
+    return list(check(planned, parse_all(yaml.safe_dump_all(objects, sort_keys=False), "team.yaml")))
+
+
+def assert_default_disruption_loses_or_strands_the_floors(planned: TargetPlan, node_pools: Sequence[Mapping[str, Any]],
+                                                          node_classes: Mapping[str, Mapping[str, Any]],
+                                                          rows: Mapping[str, Any]) -> None:
+    """What the floors' NodePools did before (a Drifted budget of 1, expireAfter 720h): an expiry drains every
+    floor node before any replacement exists, and a drift's replacement is refused (the node limit counts the
+    old node, the reservation is full), so the node stays drifted."""
+    floors = [p for p in planned.pools if p.reserved_nodes]
+    assert floors
+    for floor in floors:
+        before = copy.deepcopy(dict(_node_pool_of(node_pools, floor)))
+        before["spec"]["template"]["spec"]["expireAfter"] = "720h"
+        before["spec"]["disruption"]["budgets"][-1]["nodes"] = "1"
+        request = pod(pod_of(planned, floor))
+        node_class = _node_class_of(node_classes, before)
+        assert sim.day_two("expiry", before, node_class, request, rows, floor.reserved_nodes, 0)[0] == 0
+        kept, why = sim.day_two("upgrade", before, node_class, request, rows, floor.reserved_nodes, 0)
+        assert kept == floor.reserved_nodes and "refused" in why, (floor.name, why)

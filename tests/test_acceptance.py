@@ -7,6 +7,7 @@ import pytest
 
 from conftest import TARGETS, spec_text
 
+from gpustack.catalog import load_catalog
 from gpustack.errors import SpecError
 from gpustack.plan import build_plan
 from gpustack.spec import load_text
@@ -76,7 +77,7 @@ def test_azure_pinned_reserved_capacity_that_cannot_be_reserved_is_a_located_err
     assert message.startswith(f"spec.yaml:{line_of(text, 'capacity: reserved')}:")
     assert "workloads[0].capacity" in message
     assert "refuses reserved capacity" in message and "ND-series" in message
-    assert "what would work: capacity: on-demand" in message
+    assert "what would work: capacity: spot or on-demand" in message  # eastus: Spot unknown, not refused
 
 
 def test_azure_pinned_instance_type_that_cannot_be_reserved_is_a_located_error():
@@ -93,10 +94,28 @@ def test_azure_pinned_instance_type_that_cannot_be_reserved_is_a_located_error()
 TRAIN = {"name": "train", "kind": "training", "gpus": 1, "replicas": 2, "checkpointing": True}
 
 
-def test_azure_spot_without_a_known_meter_falls_back_to_on_demand():
-    target, _ = plan([{**TRAIN, "gpu": "H100-NVL"}], "azure")
+# A source that lists the region's Spot meters but none for this size: Azure does not sell it as Spot there.
+NO_METER = ("cloud,region,instance_type,gpu,gpus,vcpus,memory_gib,on_demand_usd,spot_usd,source,note,as_of\n"
+            "azure,eastus,Standard_NC40ads_H100_v5,H100-NVL,1,40,320,6.98,,retail-prices-2026-11,,2026-11-30\n"
+            "azure,eastus,Standard_NC80adis_H100_v5,H100-NVL,2,80,640,13.96,,retail-prices-2026-11,,2026-11-30\n")
+
+
+def with_no_meter(tmp_path, workloads: list[dict]) -> str:
+    (tmp_path / "meters.csv").write_text(NO_METER, encoding="utf-8")
+    return spec_text(workloads, ("azure",), catalog=str(tmp_path / "meters.csv"))
+
+
+def test_azure_spot_without_a_known_meter_falls_back_to_on_demand(tmp_path):
+    target = build_plan(load_text(with_no_meter(tmp_path, [{**TRAIN, "gpu": "H100-NVL"}]), "spec.yaml")).targets[0]
     assert [p.capacity for p in target.pools] == ["on-demand"]
     assert "spot-unavailable" in codes(target)
+
+
+def test_azure_spot_where_the_sources_list_no_meters_is_planned_at_the_on_demand_price():
+    target, _ = plan([{**TRAIN, "gpu": "H100-NVL"}], "azure")  # eastus: an on-demand-only price table
+    [pool] = target.pools
+    assert pool.capacity == "spot" and "no-spot-price" in codes(target)
+    assert pool.price.usd_per_node_hour == load_catalog().instance("azure", "eastus", pool.instance_type).on_demand
 
 
 def test_azure_spot_with_a_meter_runs_on_spot():
@@ -104,8 +123,12 @@ def test_azure_spot_with_a_meter_runs_on_spot():
     assert [p.capacity for p in target.pools] == ["spot"]
 
 
-def test_azure_pinned_spot_without_a_meter_is_a_located_error():
-    message, text = refused([{**TRAIN, "gpu": "H100-NVL", "capacity": "spot"}], "azure")
+def test_azure_pinned_spot_without_a_meter_is_a_located_error(tmp_path):
+    text = with_no_meter(tmp_path, [{**TRAIN, "gpu": "H100-NVL", "capacity": "spot"}])
+    with pytest.raises(SpecError) as info:
+        build_plan(load_text(text, "spec.yaml"))
+    [problem] = info.value.problems
+    message = str(problem)
     assert message.startswith(f"spec.yaml:{line_of(text, 'capacity: spot')}:")
     assert "no Azure Spot meter is known" in message and "capacity: on-demand" in message
 

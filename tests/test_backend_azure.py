@@ -287,7 +287,7 @@ def test_descriptive_aks_names_spend_the_12_characters_on_meaning(tmp_path):
         "infer-a100-80gb-mig-3g-40gb-reserved-standard-nc24ads-a100-v4": "inra1003gozm",
         "notebook-t4-ts4-ondemand-standard-nc4as-t4-v3": "nbot4x4tgge",
         # on-demand: no Azure Spot meter is known for ND96isr_H100_v5 (acceptance.py)
-        "train-h100-ondemand-standard-nd96isr-h100-v5": "troh100pqje",
+        "train-h100-spot-standard-nd96isr-h100-v5": "trsh100hgpn",
         "tune-a100-80gb-fallback-standard-nc24ads-a100-v4": "ftfa100dugs",
         "tune-a100-80gb-spot-standard-nc24ads-a100-v4": "ftsa100eovm",
     }
@@ -308,7 +308,7 @@ def test_the_default_keeps_the_names_earlier_versions_gave(tmp_path):
         "infer-a100-80gb-mig-3g-40gb-ondemand-standard-nc24ads-a100-v4": "ioa100b63bc9",
         "infer-a100-80gb-mig-3g-40gb-reserved-standard-nc24ads-a100-v4": "ira100fee9d5",
         "notebook-t4-ts4-ondemand-standard-nc4as-t4-v3": "not4042e53",
-        "train-h100-ondemand-standard-nd96isr-h100-v5": "toh100842351",
+        "train-h100-spot-standard-nd96isr-h100-v5": "tsh100b10852",
         "tune-a100-80gb-fallback-standard-nc24ads-a100-v4": "ffa100dfa0cf",
         "tune-a100-80gb-spot-standard-nc24ads-a100-v4": "fsa100dbd86b",
     }
@@ -322,6 +322,29 @@ def test_switching_to_descriptive_names_is_a_replacement_gpustack_diff_shows(tmp
     [target] = json.loads(capsys.readouterr().out)["targets"]
     replaced = {p["name"]: p for p in target["pools"] if p["change"] == "replaced"}
     assert len(replaced) == 7
-    pool = replaced["train-h100-ondemand-standard-nd96isr-h100-v5"]
+    pool = replaced["train-h100-spot-standard-nd96isr-h100-v5"]
     [field] = [f for f in pool["fields"] if f["field"] == "cloud_name"]
-    assert (field["old"], field["new"]) == ("toh100842351", "troh100pqje") and "a new node pool" in field["replaces"]
+    assert (field["old"], field["new"]) == ("tsh100b10852", "trsh100hgpn") and "a new node pool" in field["replaces"]
+
+
+def test_a_pool_at_zero_whose_sku_the_autoscaler_does_not_label_as_gpu_is_warned(tmp_path):
+    """The autoscaler predicts the GPU label for its NvidiaEnabledSKUs only, and AKS refuses the label in nodeLabels."""
+    from cloudsim.templates import AZURE_GPU_LABEL, aks_template
+    from gpustack.catalog import load_catalog
+
+    workloads = [{"name": "h100", "kind": "training", "gpu": "H100", "gpus": 8, "checkpointing": True},
+                 {"name": "a100", "kind": "training", "gpu": "A100-80GB", "checkpointing": True}]
+    spec = write_spec(tmp_path, workloads)
+    plan = build_plan(load_spec(spec))
+    [target] = plan.targets
+    warned = {w.pool for w in target.warnings if w.code == "template-gap" and "NvidiaEnabledSKUs" in w.message}
+    for pool in target.pools:
+        assert (pool.name in warned) == (not aks.gpu_label_predicted(pool.instance_type)), pool.instance_type
+        assert aks.GPU_LABEL not in dict(pool.labels)  # AKS refuses it in nodeLabels
+    assert any(p.instance_type == "Standard_ND96isr_H100_v5" for p in target.pools if p.name in warned)
+    # The upstream VMSS template reads the tag gpustack declares: the label is there either way.
+    rows = {r.name: r for r in load_catalog().in_region("azure", target.region)}
+    resources = run_program(spec, target.name)
+    for inputs in agent_pools(resources).values():
+        node = aks_template({"inputs": inputs}, rows[inputs["vmSize"]])
+        assert node.labels[AZURE_GPU_LABEL] == "nvidia"

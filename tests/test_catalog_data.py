@@ -12,13 +12,15 @@ README = Path(__file__).resolve().parent.parent / "gpustack" / "catalog" / "data
 
 
 def coverage_table() -> set[tuple[str, str]]:
-    """(cloud, region) pairs the README's coverage table names (a cell may list several regions)."""
+    """(cloud, region) pairs the README's coverage tables name (a cell may list several regions)."""
     text = README.read_text(encoding="utf-8")
-    table = text.split("## Coverage", 1)[1].split("\n\n", 2)[1]
+    section = text.split("## Coverage", 1)[1].split("\n## ", 1)[0]
+    clouds = set(load_catalog().clouds)
     pairs = set()
-    for line in table.splitlines()[2:]:
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        pairs |= {(cells[0], region.strip()) for region in cells[1].split(",")}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and cells[0] in clouds:
+            pairs |= {(cells[0], region.strip()) for region in cells[1].split(",")}
     return pairs
 
 

@@ -52,7 +52,7 @@ def test_azure_consumption_spot_and_reservation_meters(tmp_path, capsys):
     assert "skipped 1 Dev/Test meters" in out
     assert "no Spot meter for Standard_NC4as_T4_v3" in out
     assert "1 priced sizes are not GPU sizes of the catalog" in out  # Standard_F16s
-    assert "spot 0.0627 -> -" in out  # moved: the bundled row had a spot price, the API has none
+    assert "spot - -> 0.4444" in out  # moved: the bundled row had no spot price, the API has one
 
 
 def test_aws_on_demand_and_lowest_zone_spot(tmp_path, capsys):

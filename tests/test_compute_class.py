@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+import provisioner_cases as cases
 from cloudsim import compute_class as sim
 from cloudsim.kube import Pod, quantity
 from conftest import assert_golden, assert_golden_folder, compute_class_example_text
@@ -264,19 +265,11 @@ def test_program_resources_match_golden(declared):
 
 # -- workloads wired to their class, and checked ----------------------------------------------------
 def _patched() -> dict[str, dict]:
-    from gpustack.render.workloads import patch, wirings
-    from strategic_merge import merge, plain_object
-
-    return {w.workload: merge(plain_object(w.kind, w.workload, w.namespace), patch(w)) for w in wirings(PLANNED)}
+    return cases.patched_objects(PLANNED)
 
 
 def _manifest_findings(objects: list[dict]):  # type: ignore[no-untyped-def]
-    import yaml
-
-    from gpustack.guardrails.manifests import check
-    from gpustack.spec.yamlsource import parse_all
-
-    return check(PLANNED, parse_all(yaml.safe_dump_all(objects, sort_keys=False), "team.yaml"))
+    return cases.manifest_findings(PLANNED, objects)
 
 
 def test_render_workloads_patches_select_the_class_and_pass_check_manifests():
@@ -377,3 +370,25 @@ def test_a_compiled_value_the_class_api_refuses_is_a_problem_before_rendering():
         assert provisioner.check_pool(broken), priority
     bad_name = dataclasses.replace(shared, compiled=dataclasses.replace(c, class_name="Not_A_Label"))
     assert any("ComputeClass name" in m for m in provisioner.check_pool(bad_name))
+
+
+def test_the_fallback_note_names_a_class_that_is_rendered():
+    """Pods written from the note select a class that exists, so they do not stay Pending."""
+    import re
+
+    notes = [n for n in PLANNED.notes if n.startswith("Fallback pool(s)")]
+    assert notes
+    for note in notes:
+        selected = re.search(rf"nodeSelector {re.escape(CLASS_LABEL)}: ([a-z0-9-]+)", note)
+        assert selected and selected.group(1) in BY_NAME, note
+
+
+def test_a_floor_has_no_upgrade_settings_under_a_class_and_a_warning_prices_the_headroom():
+    """A ComputeClass declares no upgrade settings: the plan claims none and says what a surge costs."""
+    floors = [p for p in PLANNED.pools if p.reserved_nodes]
+    assert floors
+    warned = {w.pool: w.message for w in PLANNED.warnings if w.code == "floor-upgrade"}
+    for pool in floors:
+        assert pool.upgrade is None
+        assert f"${pool.price.usd_per_node_hour * 730:,.2f} a month" in warned[pool.name]
+        assert "maxSurge 0" in warned[pool.name]

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
 import jsonschema
 import pytest
+import yaml
 
 import provisioner_cases as cases
 from cloudsim import karpenter as sim
-from conftest import karpenter_example_text, spec_text
+from conftest import TARGETS, karpenter_example_text, spec_text
 from gpustack.catalog import load_catalog
+from gpustack.clouds import CLOUDS
 from gpustack.clouds.aws.karpenter import (
     AMI_ALIAS,
     NOTEBOOK_EMPTY_DELAY,
@@ -56,11 +59,14 @@ def test_each_pool_is_compiled_once_into_the_plan_as_karpenter_spells_it():
         assert compiled["root_volume_size"] == f"{pool['disk']['size_gib']}Gi"
 
 
-def test_limits_are_the_pools_maxima_and_weights_try_reserved_then_spot_then_on_demand():
+def test_limits_are_what_the_pools_maximum_of_nodes_offers_and_weights_try_reserved_then_spot_then_on_demand():
     for pool in PLANNED.pools:
         limits = node_pool(pool.name)["spec"]["limits"]
         assert limits["nodes"] == str(pool.max_nodes)
-        assert limits["nvidia.com/gpu"] == str(pool.max_nodes * pool.gpus_per_node)
+        offers = dict(pool.node_offers)
+        assert limits["nvidia.com/gpu"] == str(pool.max_nodes * max(offers.get("nvidia.com/gpu", 0), pool.gpus_per_node))
+        for name, count in offers.items():  # what the NodeOverlay says a node offers, times the nodes
+            assert int(limits[name]) >= pool.max_nodes * count
         assert float(limits["cpu"]) == pool.max_nodes * pool.vcpus_per_node
         assert limits["memory"] == f"{pool.max_nodes * pool.memory_gib_per_node:g}Gi"
     [group] = PLANNED.fallback_groups
@@ -76,7 +82,7 @@ def test_disruption_follows_what_the_nodes_carry():
     assert (notebook["consolidationPolicy"], notebook["consolidateAfter"]) == ("WhenEmpty", NOTEBOOK_EMPTY_DELAY)
     floor = by_role[("inference", "floor", None)]
     assert {"nodes": "0", "reasons": ["Empty", "Underutilized"]} in floor["budgets"]
-    assert {"nodes": "1", "reasons": ["Drifted"]} in floor["budgets"]
+    assert {"nodes": "0", "reasons": ["Drifted"]} in floor["budgets"]  # its reservation has no room to replace
     assert by_role[("inference", "burst", None)]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
     assert by_role[("training", "main", "true")]["consolidationPolicy"] == "WhenEmptyOrUnderutilized"
     assert by_role[("training", "main", "false")]["consolidationPolicy"] == "WhenEmpty"  # a restart loses the run
@@ -300,3 +306,112 @@ def test_guardrails_read_each_nodepool_as_its_pool(declared):
 
 def test_guardrails_pass_the_rendered_nodepools_and_flag_a_broken_one(declared):
     cases.assert_guardrails_pass_and_catch_an_untainted_pool(declared, TARGET)
+
+
+# -- day 2 ---------------------------------------------------------------------------------------
+def test_every_nodepool_launches_its_planned_maximum_under_karpenters_limit_rule():
+    cases.assert_every_nodepool_launches_its_maximum(PLANNED, NODE_POOLS, ROWS, OVERLAYS)
+
+
+def test_a_limit_of_gpus_times_nodes_launched_no_time_sliced_node_once_the_overlay_is_read():
+    """The defect the limit rule hid: 3 GPUs for 3 nodes, each overlaid to offer 4 time-sliced replicas."""
+    pool = next(p for p in PLANNED.pools if p.sharing.mode == "time-slicing")
+    old = copy.deepcopy(node_pool(pool.name))
+    old["spec"]["limits"]["nvidia.com/gpu"] = str(pool.max_nodes * pool.gpus_per_node)
+    request = cases.pod_of(PLANNED, pool)
+    assert sim.launchable(cases.pod(request), old, ROWS, OVERLAYS) == 0
+    reason, _ = sim.launch(cases.pod(request), old, ROWS, OVERLAYS)
+    assert reason == "all available instance types exceed limits for nodepool"
+    assert sim.launchable(cases.pod(request), old, ROWS) == pool.max_nodes  # the gate off: each node counts its GPUs
+    assert sim.launchable(cases.pod(request), node_pool(pool.name), ROWS, OVERLAYS) == pool.max_nodes
+
+
+def test_karpenter_sees_the_instance_memory_less_its_vm_overhead_and_the_plan_fits_what_it_sees():
+    g4dn = sim.capacity(ROWS["g4dn.2xlarge"], NODE_POOLS[0])
+    assert g4dn["memory"] / sim.MIB == 32768 - math.ceil(32768 * 0.075)  # 30,310 Mi, not 32,768
+    for pool in PLANNED.pools:
+        seen = sim.offered(ROWS[pool.instance_type], node_pool(pool.name), OVERLAYS)
+        planned_mib = int(dict(pool.node_allocatable)["memory"].removesuffix("Mi"))
+        assert planned_mib == math.floor(seen["memory"] / sim.MIB), pool.name  # the plan is what Karpenter sees
+    row = ROWS["g4dn.2xlarge"]
+    managed = CLOUDS.get("aws").provisioner("managed").template_node(row)
+    karpenter = CLOUDS.get("aws").provisioner("karpenter").template_node(row)
+    assert managed.memory_gib - karpenter.memory_gib == pytest.approx(math.ceil(32768 * 0.075) / 1024)
+
+
+def test_a_memory_tight_pod_is_planned_on_a_node_karpenter_believes_it_fits():
+    """A replica asking for the managed node group's allocatable memory of a g4dn.2xlarge fits there, not in what
+    Karpenter believes: the Karpenter plan picks a larger node, on which Karpenter launches it."""
+    managed = CLOUDS.get("aws").provisioner("managed").template_node(ROWS["g4dn.2xlarge"])
+    ask = f"{math.floor((managed.memory_gib - 1) * 1024)}Mi"
+    workload = {"name": "tight", "kind": "training", "gpu": "T4", "memory": ask, "checkpointing": True}
+    for provisioner in ("managed", "karpenter"):
+        target = {**TARGETS["aws"], "settings": {**TARGETS["aws"]["settings"], "provisioner": provisioner}}
+        doc = yaml.safe_load(spec_text([workload]))
+        doc["targets"] = [target]
+        plan = build_plan(load_text(yaml.safe_dump(doc), "spec.yaml"))
+        [planned] = plan.targets
+        [pool] = planned.pools
+        if provisioner == "managed":
+            assert pool.instance_type == "g4dn.2xlarge"
+            continue
+        assert pool.instance_type != "g4dn.2xlarge"
+        nodes = [o for o in in_cluster(plan, planned).node_objects if o["kind"] == "NodePool"]
+        [request] = planned.pod_requests
+        rows = {r.name: r for r in load_catalog().in_region("aws", planned.region)}
+        assert sim.launchable(cases.pod(request), nodes[0], rows) == pool.max_nodes
+        pinned = copy.deepcopy(nodes[0])  # the same pod against a NodePool pinned to g4dn.2xlarge: no node
+        pinned["spec"]["template"]["spec"]["requirements"][0]["values"] = ["g4dn.2xlarge"]
+        assert sim.launch(cases.pod(request), pinned, rows)[0] is not None
+
+
+def test_floors_and_training_without_checkpoints_keep_their_nodes_through_drift_expiry_and_upgrade():
+    checked = cases.assert_floors_and_unprotected_training_keep_their_nodes(PLANNED, NODE_POOLS, NODE_CLASSES, ROWS)
+    assert any(PLANNED.pool(n).role == "floor" for n in checked)
+    assert any(PLANNED.pool(n).kind == "training" for n in checked)
+    cases.assert_default_disruption_loses_or_strands_the_floors(PLANNED, NODE_POOLS, NODE_CLASSES, ROWS)
+
+
+def test_floors_have_no_upgrade_settings_and_a_warning_prices_the_headroom():
+    warned = {w.pool: w.message for w in PLANNED.warnings if w.code == "floor-upgrade"}
+    for pool in (p for p in PLANNED.pools if p.reserved_nodes):
+        assert pool.upgrade is None
+        assert f"${pool.price.usd_per_node_hour * 730:,.2f} a month" in warned[pool.name]
+        assert PLAN.to_dict()["targets"][0]["pools"][PLANNED.pools.index(pool)]["upgrade"] is None
+
+
+def test_unprotected_training_pods_carry_do_not_disrupt_and_a_grace_period():
+    [ranker_json] = [r for r in PLAN.to_dict()["targets"][0]["pod_requests"] if r["workload"] == "ranker-train"]
+    assert ranker_json["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+    assert ranker_json["termination_grace_period_seconds"] == 600
+    for request in PLANNED.pod_requests:
+        unprotected = request.kind in ("training", "fine-tuning") and not request.checkpointing
+        assert (("karpenter.sh/do-not-disrupt", "true") in request.annotations) == unprotected, request.workload
+        assert (request.termination_grace_seconds is not None) == unprotected
+    # A drift while the job runs: with the annotation Karpenter leaves its node alone; without it, it tries.
+    request = next(r for r in PLANNED.pod_requests if r.workload == "ranker-train")
+    [pool] = [PLANNED.pool(n) for n in request.pools if PLANNED.pool(n).capacity == "on-demand"][:1]
+    obj = node_pool(pool.name)
+    node_class = NODE_CLASSES[pool.cloud_name]
+    kept, why = sim.day_two("upgrade", obj, node_class, cases.pod(request), ROWS, 1, None, dict(request.annotations))
+    assert kept == 1 and "do-not-disrupt" in why
+    assert "do-not-disrupt" not in sim.day_two("upgrade", obj, node_class, cases.pod(request), ROWS, 1, None)[1]
+
+
+def test_render_workloads_protects_unprotected_training_and_check_manifests_flags_its_absence():
+    from strategic_merge import pod_spec
+
+    patched = cases.patched_objects(PLANNED)
+    assert cases.manifest_findings(PLANNED, list(patched.values())) == []
+    job = patched["ranker-train"]
+    template = job["spec"]["template"]
+    assert template["metadata"]["annotations"] == {"karpenter.sh/do-not-disrupt": "true"}
+    [ranker] = [r for r in PLANNED.pod_requests if r.workload == "ranker-train"]
+    assert pod_spec(job)["terminationGracePeriodSeconds"] == ranker.termination_grace_seconds
+    assert "annotations" not in patched["llm-finetune"]["spec"]["template"]["metadata"]  # it resumes: may move
+    del template["metadata"]["annotations"]
+    del pod_spec(job)["terminationGracePeriodSeconds"]
+    found = [f for f in cases.manifest_findings(PLANNED, list(patched.values())) if f.workload == "ranker-train"]
+    assert {f.level for f in found} == {"error", "warning"}
+    assert any("karpenter.sh/do-not-disrupt" in f.fix and f.path.endswith("annotations") for f in found)
+    assert any(f.path.endswith("terminationGracePeriodSeconds") for f in found)

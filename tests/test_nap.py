@@ -264,3 +264,20 @@ def test_asking_for_reserved_capacity_is_a_located_error_and_a_nodepool_change_d
     for field in ("labels", "taints", "instance_type", "capacity"):
         change = nap.node_change(field)
         assert change is not None and change.kind == DRIFTS_NODES and "node-auto-provisioning-disruption" in change.why
+
+
+# -- day 2 ---------------------------------------------------------------------------------------
+def test_every_nodepool_launches_its_planned_maximum_under_karpenters_limit_rule():
+    cases.assert_every_nodepool_launches_its_maximum(PLANNED, NODE_POOLS, ROWS)
+
+
+def test_nap_sees_the_sku_memory_less_its_vm_overhead_and_the_plan_fits_what_it_sees():
+    for pool in PLANNED.pools:
+        obj = next(o for o in NODE_POOLS if o["metadata"]["name"] == pool.cloud_name)
+        seen = sim.offered(ROWS[pool.instance_type], obj)
+        planned_mib = int(dict(pool.node_allocatable)["memory"].removesuffix("Mi"))
+        assert planned_mib <= seen["memory"] / sim.MIB < planned_mib + 1, pool.name
+
+
+def test_floors_and_training_without_checkpoints_keep_their_nodes():
+    cases.assert_floors_and_unprotected_training_keep_their_nodes(PLANNED, NODE_POOLS, NODE_CLASSES, ROWS)

@@ -169,9 +169,11 @@ def test_kpo_offers_every_nodepool_the_capacity_it_requires():
             pool = next(p for p in target.pools if p.cloud_name == obj["metadata"]["name"])
             wanted = next(r["values"] for r in obj["spec"]["template"]["spec"]["requirements"]
                           if r["key"] == "karpenter.sh/capacity-type")
-            offers = kpo.offered(obj, classes[obj["spec"]["template"]["spec"]["nodeClassRef"]["name"]],
-                                 pool.instance_type, pool.gpus_per_node)
+            node_class = classes[obj["spec"]["template"]["spec"]["nodeClassRef"]["name"]]
+            offers = kpo.offered(obj, node_class, pool.instance_type, pool.gpus_per_node, pool.reserved_nodes)
             assert set(wanted) <= offers, (pool.name, wanted, offers)
+            if pool.reserved_nodes:  # the floor's nodes fill the reservation: nothing is left for a replacement
+                assert "reserved" not in kpo.offered(obj, node_class, pool.instance_type, pool.gpus_per_node, 0)
     # Without OKE's preemptible taint KPO would offer a spot NodePool nothing.
     [target] = build_plan(load_text(oci_karpenter(V100_WORK), "spec.yaml")).targets
     spot = next(p for p in target.pools if p.capacity == "spot")
@@ -358,3 +360,20 @@ def test_rendered_files_and_program_resources_match_golden(declared):
     cases.assert_rendered_golden(RENDERED, TARGET)
     cases.assert_program_golden(TARGET, "the example's oci target provisioned by Oracle's Karpenter provider "
                                 "(tests/conftest.py oci_karpenter_example_text)", declared)
+
+
+# -- day 2 ---------------------------------------------------------------------------------------
+def test_every_nodepool_launches_its_planned_maximum_under_karpenters_limit_rule():
+    cases.assert_every_nodepool_launches_its_maximum(PLANNED, NODE_POOLS, ROWS)
+
+
+def test_the_floors_keep_their_nodes_through_a_new_image_an_upgrade_and_an_expiry():
+    checked = cases.assert_floors_and_unprotected_training_keep_their_nodes(PLANNED, NODE_POOLS, NODE_CLASSES, ROWS)
+    floors = [p for p in PLANNED.pools if p.reserved_nodes]
+    assert floors
+    for floor in floors:
+        assert floor.name in checked and floor.upgrade is None
+        obj = next(o for o in NODE_POOLS if o["metadata"]["name"] == floor.cloud_name)
+        assert obj["spec"]["template"]["spec"]["expireAfter"] == "Never"
+        assert any(w.code == "floor-upgrade" and w.pool == floor.name for w in PLANNED.warnings)
+    cases.assert_default_disruption_loses_or_strands_the_floors(PLANNED, NODE_POOLS, NODE_CLASSES, ROWS)

@@ -47,19 +47,21 @@ def test_contract_fields_are_present():
 TRAINING = {"name": "pretrain", "kind": "training", "gpu": "H100", "gpus": 8, "replicas": 2, "checkpointing": True}
 
 
-@pytest.mark.parametrize("cloud, capacity, warning", [
-    ("aws", "spot", None),
-    ("azure", "on-demand", "spot-unavailable"),  # no Spot meter is known for ND96isr_H100_v5
-    ("gcp", "spot", None),
-    ("oci", "on-demand", "spot-unavailable"),  # bare-metal H100 shapes cannot be preemptible
+@pytest.mark.parametrize("cloud, capacity, warnings", [
+    ("aws", "spot", ()),
+    # eastus: the sources list no Spot meters there, so priced at on-demand; and the autoscaler predicts no
+    # GPU label for ND96isr_H100_v5 at zero.
+    ("azure", "spot", ("no-spot-price", "template-gap")),
+    ("gcp", "spot", ()),
+    ("oci", "on-demand", ("spot-unavailable",)),  # bare-metal H100 shapes cannot be preemptible
 ])
-def test_checkpointed_training_runs_on_spot_where_the_cloud_allows(cloud, capacity, warning):
+def test_checkpointed_training_runs_on_spot_where_the_cloud_allows(cloud, capacity, warnings):
     target = plan_of([TRAINING], (cloud,)).targets[0]
     [pool] = target.pools
     assert (pool.kind, pool.capacity, pool.gpus_per_node, pool.max_nodes, pool.min_nodes) == (
         "training", capacity, 8, 2, 0)
     assert pool.taints[0].key == "nvidia.com/gpu" and pool.taints[0].effect == "NoSchedule"
-    assert [w.code for w in target.warnings] == ([warning] if warning else [])
+    assert tuple(w.code for w in target.warnings) == warnings
 
 
 @pytest.mark.parametrize("cloud", CLOUDS)

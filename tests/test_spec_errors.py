@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from gpustack.catalog import load_catalog
 import yaml
 
 from conftest import dedent, spec_text
@@ -146,12 +148,22 @@ def test_ambiguous_gpu_model_asks_which():
 
 def test_gpu_not_offered_in_region_names_where_it_is():
     text = spec_text([{"name": "nb", "kind": "notebook", "gpu": "T4", "gpu_fraction": 0.25}], ("oci",))
+    offered = load_catalog().offering("T4")
+    aws_t4, azure_t4 = (", ".join(offered[c][:5]) + f" and {len(offered[c]) - 5} more" for c in ("aws", "azure"))
     assert error(text) == (
         f"{at(text, 'T4')}: workloads[0].gpu: the bundled catalog has no T4 rows for OKE us-ashburn-1 (target "
-        "'oci-t'); it has T4 in: EKS ap-northeast-1, eu-central-1, eu-west-1, us-east-1, us-west-2; AKS eastus, "
-        "japaneast, swedencentral, westeurope, westus2; GKE us-central1, us-east4; if OKE "
+        f"'oci-t'); it has T4 in: EKS {aws_t4}; AKS {azure_t4}; GKE us-central1, us-east4; if OKE "
         "offers T4 there, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog "
         "refresh --cloud oci --region us-ashburn-1")
+
+
+def test_gpu_missing_in_a_region_names_the_nearest_regions_that_have_it():
+    text = spec_text([{"name": "nb", "kind": "notebook", "gpu": "L4", "gpu_fraction": 0.25}], ("aws",))
+    text = text.replace("us-east-1", "eu-west-1")  # the source lists no g6 (L4) there
+    message = error(text)
+    assert message.startswith(f"{at(text, 'L4')}: workloads[0].gpu: the bundled catalog has no L4 rows for EKS "
+                              "eu-west-1 (target 'aws-t'); nearest EKS regions with it: eu-west-2, eu-west-3, "
+                              "eu-central-1; ")
 
 
 def test_settings_each_cloud_requires():
@@ -175,10 +187,13 @@ def test_cloud_aliases_are_accepted_and_unknown_clouds_suggested():
 
 def test_region_must_be_in_the_catalog():
     text = spec_text([TRAIN]).replace("us-east-1", "us-east-7")
-    assert error(text) == (f"{at(text, 'us-east-7')}: targets[0].region: the bundled catalog has no EKS prices for "
-                           "'us-east-7' (did you mean 'us-east-1'?); catalogued: ap-northeast-1, eu-central-1, eu-west-1, us-east-1, "
-                           "us-west-2; if EKS has that "
-                           "region, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack "
+    known = load_catalog().regions("aws")
+    nearest = ", ".join(load_catalog().nearest_regions("aws", "us-east-7"))
+    assert nearest.startswith("us-east-1, us-east-2")
+    assert error(text) == (f"{at(text, 'us-east-7')}: targets[0].region: the bundled catalog has no EKS GPU instance "
+                           "types in 'us-east-7' (did you mean 'us-east-2'?): its price sources list none there; "
+                           f"nearest regions with GPUs: {nearest} (of {len(known)} catalogued); if EKS sells GPUs "
+                           "there, add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack "
                            "catalog refresh --cloud aws --region us-east-7")
 
 

@@ -9,8 +9,9 @@ bundled rows: a user row replaces the bundled row of the same cloud, region and 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
 from typing import Any
 
@@ -67,20 +68,54 @@ class SpotRule:
 
 
 class Catalog:
+    """GPU models, instance rows and the data around them.
+
+    Rows are grouped per cloud; a cloud's rows may be given as a loader (the bundled per-cloud file),
+    run the first time a question about that cloud is asked, so a plan for one cloud and region reads
+    one file and indexes it by region."""
+
     def __init__(self, gpus: dict[str, GpuModel], instances: tuple[InstanceType, ...],
                  sources: dict[str, Source], discounts: dict[str, Discount], files: tuple[str, ...] = (),
-                 spot_rules: dict[str, SpotRule] | None = None):
+                 spot_rules: dict[str, SpotRule] | None = None,
+                 loaders: Mapping[str, Callable[[], tuple[InstanceType, ...]]] | None = None):
         self.gpus = gpus
         self.spot_rules = spot_rules or {}
-        self.instances = instances
         self.sources = sources
         self.discounts = discounts
         self.files = files  # user catalog files merged over the bundled rows, in order
+        self._loaders = dict(loaders or {})
+        self._rows: dict[str, tuple[InstanceType, ...]] = {}
         self._by_region: dict[tuple[str, str], tuple[InstanceType, ...]] = {}
         for row in instances:
-            key = (row.cloud, row.region)
-            self._by_region[key] = self._by_region.get(key, ()) + (row,)
+            self._rows[row.cloud] = self._rows.get(row.cloud, ()) + (row,)
+        for cloud, rows in self._rows.items():
+            self._index(cloud, rows)
         self._aliases = {alias: model.name for model in gpus.values() for alias in model.aliases}
+
+    def _index(self, cloud: str, rows: tuple[InstanceType, ...]) -> None:
+        grouped: dict[str, list[InstanceType]] = {}
+        for row in rows:
+            grouped.setdefault(row.region, []).append(row)
+        for region, in_region in grouped.items():
+            self._by_region[(cloud, region)] = tuple(in_region)
+
+    def rows_of(self, cloud: str) -> tuple[InstanceType, ...]:
+        """Every row of `cloud` (its bundled file is read on the first call)."""
+        loader = self._loaders.pop(cloud, None)
+        if loader is not None:
+            rows = loader() + self._rows.get(cloud, ())
+            self._rows[cloud] = rows
+            self._index(cloud, rows)
+        return self._rows.get(cloud, ())
+
+    @property
+    def clouds(self) -> tuple[str, ...]:
+        return tuple(sorted(set(self._rows) | set(self._loaders)))
+
+    @property
+    def instances(self) -> tuple[InstanceType, ...]:
+        """Every row of every cloud (reads every cloud's file: prefer rows_of / in_region)."""
+        return tuple(row for cloud in self.clouds for row in self.rows_of(cloud))
 
     def gpu(self, name: str) -> GpuModel | None:
         return self.gpus.get(self._aliases.get(name, name))
@@ -90,18 +125,29 @@ class Catalog:
         return tuple(self.gpus)
 
     def regions(self, cloud: str) -> tuple[str, ...]:
+        self.rows_of(cloud)
         return tuple(sorted({r for c, r in self._by_region if c == cloud}))
 
     def in_region(self, cloud: str, region: str) -> tuple[InstanceType, ...]:
+        self.rows_of(cloud)
         return self._by_region.get((cloud, region), ())
 
-    def offering(self, gpu: str) -> dict[str, tuple[str, ...]]:
-        """cloud -> regions where the catalog has an instance type with this GPU."""
+    def offering(self, gpu: str, clouds: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
+        """cloud -> regions where the catalog has an instance type with this GPU (of `clouds`, default all)."""
         found: dict[str, set[str]] = {}
-        for row in self.instances:
-            if row.gpu == gpu:
-                found.setdefault(row.cloud, set()).add(row.region)
+        for cloud in (self.clouds if clouds is None else clouds):
+            for row in self.rows_of(cloud):
+                if row.gpu == gpu:
+                    found.setdefault(row.cloud, set()).add(row.region)
         return {cloud: tuple(sorted(regions)) for cloud, regions in sorted(found.items())}
+
+    def nearest_regions(self, cloud: str, region: str, gpu: str | None = None, count: int = 3) -> tuple[str, ...]:
+        """The catalogued regions of `cloud` (with `gpu`, when given) whose names are closest to `region`.
+
+        Region names encode geography (eu-west-1, europe-west4, westeurope, eu-frankfurt-1), so the
+        closest names are the nearby regions; ties go by name."""
+        regions = {row.region for row in self.rows_of(cloud) if gpu is None or row.gpu == gpu} - {region}
+        return tuple(sorted(regions, key=lambda r: (-_name_closeness(region, r), r))[:count])
 
     def instance(self, cloud: str, region: str, name: str) -> InstanceType | None:
         for row in self.in_region(cloud, region):
@@ -109,12 +155,14 @@ class Catalog:
                 return row
         return None
 
-    def instance_names(self) -> tuple[str, ...]:
-        return tuple(sorted({row.name for row in self.instances}))
+    def instance_names(self, cloud: str | None = None) -> tuple[str, ...]:
+        rows = self.instances if cloud is None else self.rows_of(cloud)
+        return tuple(sorted({row.name for row in rows}))
 
     def as_of(self, cloud: str, region: str | None = None) -> str:
         """The dates of the prices of `cloud` (in `region`): one date, or "oldest to newest"."""
-        return dates_of(row for row in self.instances if row.cloud == cloud and region in (None, row.region))
+        rows = self.rows_of(cloud) if region is None else self.in_region(cloud, region)
+        return dates_of(rows)
 
     def vocabulary(self) -> Vocabulary:
         from gpustack.clouds import CLOUDS
@@ -133,10 +181,22 @@ class Catalog:
         return Vocabulary(cloud, names, gpu, self.gpu_names, {k: s.as_of for k, s in self.sources.items()})
 
     def with_rows(self, rows: tuple[InstanceType, ...], file: str) -> Catalog:
-        """This catalog with `rows` merged over it (a row replaces the one of the same cloud, region, type)."""
+        """This catalog with `rows` merged over it (a row replaces the one of the same cloud, region, type).
+
+        Clouds the rows do not name stay unread until asked for."""
         replaced = {(r.cloud, r.region, r.name) for r in rows}
-        kept = tuple(r for r in self.instances if (r.cloud, r.region, r.name) not in replaced)
-        return Catalog(self.gpus, kept + rows, self.sources, self.discounts, self.files + (file,), self.spot_rules)
+        touched = {r.cloud for r in rows}
+        kept = tuple(r for cloud in sorted(touched | set(self._rows)) for r in self.rows_of(cloud)
+                     if (r.cloud, r.region, r.name) not in replaced)
+        loaders = {cloud: loader for cloud, loader in self._loaders.items() if cloud not in touched}
+        return Catalog(self.gpus, kept + rows, self.sources, self.discounts, self.files + (file,), self.spot_rules,
+                       loaders)
+
+
+def _name_closeness(a: str, b: str) -> float:
+    """How alike two region names are: the shared leading part counts most, then the whole name."""
+    shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return shared + difflib.SequenceMatcher(None, a, b).ratio()
 
 
 def dates_of(rows: Iterable[InstanceType]) -> str:
@@ -223,8 +283,26 @@ def load_catalog() -> Catalog:
         for cloud, v in _yaml("spot_rules.yaml").items()
     }
     models = Catalog(gpus, (), sources, discounts)
-    instances, problems = read_rows(_data("instances.csv"), "gpustack/catalog/data/instances.csv",
-                                    models.vocabulary(), origin="bundled")
+    words = models.vocabulary()
+    loaders = {cloud: functools.partial(_bundled_rows, cloud, words) for cloud in bundled_clouds()}
+    return Catalog(gpus, (), sources, discounts, spot_rules=spot_rules, loaders=loaders)
+
+
+def bundled_clouds() -> tuple[str, ...]:
+    """The clouds with a bundled file: data/<cloud>.csv, one file per cloud."""
+    folder = resources.files("gpustack.catalog").joinpath("data")
+    return tuple(sorted(item.name[: -len(".csv")] for item in folder.iterdir() if item.name.endswith(".csv")))
+
+
+def bundled_file(cloud: str) -> str:
+    return f"gpustack/catalog/data/{cloud}.csv"
+
+
+def _bundled_rows(cloud: str, words: Vocabulary) -> tuple[InstanceType, ...]:
+    rows, problems = read_rows(_data(f"{cloud}.csv"), bundled_file(cloud), words, origin="bundled")
     if problems:  # a defect of the package, caught by the tests
         raise ValueError("the bundled catalog is invalid:\n" + "\n".join(map(str, problems)))
-    return Catalog(gpus, instances, sources, discounts, spot_rules=spot_rules)
+    wrong = sorted({r.cloud for r in rows} - {cloud})
+    if wrong:
+        raise ValueError(f"{bundled_file(cloud)} holds rows of {', '.join(wrong)}")
+    return rows

@@ -23,6 +23,7 @@ from gpustack.catalog import Catalog, InstanceType, read_catalog_file
 from gpustack.catalog.feeds import Pages, RefreshError, recorded_pages
 from gpustack.catalog.rows import AS_OF, REGION, read_rows, write_rows
 from gpustack import files
+from gpustack.catalog.snapshots import facts_of
 from gpustack.errors import did_you_mean, one_of
 
 MOVE_THRESHOLD = 0.05  # a price that moved by more than this fraction is reported
@@ -206,11 +207,7 @@ def _gpus(catalog: Catalog, names: Sequence[str]) -> set[str]:
 
 def _facts(catalog: Catalog, cloud: str) -> dict[str, InstanceType]:
     """Instance type -> a row with its GPU, vCPUs and memory (the same in every region)."""
-    facts: dict[str, InstanceType] = {}
-    for row in catalog.instances:
-        if row.cloud == cloud:
-            facts.setdefault(row.name, row)
-    return facts
+    return facts_of(catalog.rows_of(cloud))
 
 
 def _regions(catalog: Catalog, cloud: str) -> tuple[str, ...]:

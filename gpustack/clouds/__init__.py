@@ -20,7 +20,7 @@ Adding a cloud
 
    and `__init__.py` imports it; `backend.py` declares the Pulumi resources, `readers.py` reads
    them back for the guardrails, `mocks.py` answers the Pulumi mocks.
-2. Add its instance types to `gpustack/catalog/data/instances.csv`, with their source.
+2. Add its instance types to `gpustack/catalog/data/<name>.csv` (one file per cloud), with their source.
 3. Add its golden cases. `tests/test_cloud_bundles.py` fails until every registered cloud has all of
    these, and while shared code names a cloud.
 

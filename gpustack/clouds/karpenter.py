@@ -18,9 +18,10 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpustack.clouds.base import NODEPOOL_WEIGHT, FallbackMechanism
+from gpustack.clouds.base import NODEPOOL_WEIGHT, FallbackMechanism, FloorUpgradeRule
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.model import CompiledPool
+from gpustack.spec.model import HOURS_PER_MONTH
 
 if TYPE_CHECKING:
     from gpustack.catalog import InstanceType
@@ -69,6 +70,20 @@ CONSOLIDATION_DELAY = "5m"
 # Karpenter's default node lifetime, written out so the plan says it (disruption docs, "Expiration";
 # budgets do not block expiry).
 EXPIRE_AFTER = "720h"
+# Expiration "is a forceful disruption method that begins draining a node immediately" (disruption docs,
+# "Expiration"), before any replacement exists, and nodes launched together expire together: floors and
+# training that cannot resume never expire.
+NEVER = "Never"
+# The pod annotation that keeps Karpenter from disrupting a node voluntarily (consolidation, and drift unless
+# the NodeClaim has a terminationGracePeriod; disruption docs, "Pod-Level Controls"); "true" protects for good.
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+# terminationGracePeriodSeconds of such pods: what a drain Karpenter does not ask for (an interruption or
+# scheduled-maintenance event, a node deleted by hand) leaves the job to write what it can, against
+# Kubernetes' default of 30 s; the NodePool gets no terminationGracePeriod, which would make drift ignore the
+# annotation (disruption docs, "TerminationGracePeriod": "a node may be disrupted via drift even if there are
+# pods with ... the karpenter.sh/do-not-disrupt annotation").
+UNPROTECTED_GRACE_SECONDS = 600
+TRAINING_KINDS = frozenset({"training", "fine-tuning"})
 # spec.weight, 1-100, higher tried first (scheduling docs, "Weighted NodePools"): the capacity
 # reservation first, then spot, then on-demand, as Karpenter itself orders capacity types inside one
 # NodePool (reserved > spot > on-demand, NodePool docs).
@@ -132,21 +147,38 @@ class KarpenterPool(CompiledPool):
         return next((r.values[0] for r in self.requirements if r.key == key and r.values), "")
 
 
+def checkpointed(pool: Pool) -> bool:
+    return dict(pool.labels).get("gpustack.dev/checkpointing") == "true"
+
+
+def unprotected_training(pool: Pool) -> bool:
+    """Training or fine-tuning that cannot resume from a checkpoint: every disruption loses its progress."""
+    return pool.kind in TRAINING_KINDS and not checkpointed(pool)
+
+
 def disruption(pool: Pool) -> tuple[str, str, tuple[Budget, ...]]:
     """(consolidationPolicy, consolidateAfter, budgets) by what the pool's nodes carry."""
     if pool.kind == "notebook":
         return "WhenEmpty", NOTEBOOK_EMPTY_DELAY, ()
     if pool.role == "floor":
-        # An inference floor is never consolidated; drift (a new image, a changed NodePool) replaces one
-        # node at a time. Budgets do not hold back expiry (expireAfter).
-        return "WhenEmpty", SERVING_EMPTY_DELAY, (Budget("0", ("Empty", "Underutilized")), Budget("1", ("Drifted",)))
+        # An inference floor is never consolidated. Drift replaces a node by launching its replacement first
+        # (disruption docs, "Drift"); a floor held in a reservation of exactly its size has no room for it (the
+        # reserved offering is available only while the reservation has room, and limits.nodes counts the old
+        # node), so its drifted nodes are never replaced by Karpenter (budget 0: `floor_gap` says what to do);
+        # a floor without a reservation is replaced one node at a time.
+        drifted = "0" if pool.reserved_nodes else "1"
+        return "WhenEmpty", SERVING_EMPTY_DELAY, (Budget("0", ("Empty", "Underutilized")), Budget(drifted, ("Drifted",)))
     if pool.role in ("burst", "fallback"):
         return "WhenEmptyOrUnderutilized", CONSOLIDATION_DELAY, ()
     if pool.kind == "inference":
         return "WhenEmpty", SERVING_EMPTY_DELAY, (Budget("1", ()),)
-    checkpointed = dict(pool.labels).get("gpustack.dev/checkpointing") == "true"
     # Work that restarts from a checkpoint may be moved to a cheaper node; other jobs only lose empty nodes.
-    return ("WhenEmptyOrUnderutilized" if checkpointed else "WhenEmpty"), CONSOLIDATION_DELAY, ()
+    return ("WhenEmptyOrUnderutilized" if checkpointed(pool) else "WhenEmpty"), CONSOLIDATION_DELAY, ()
+
+
+def expire_after(pool: Pool) -> str:
+    """spec.template.spec.expireAfter: Never for floors and for training that cannot resume, else the default."""
+    return NEVER if pool.role == "floor" or unprotected_training(pool) else EXPIRE_AFTER
 
 
 def quantity_gib(gib: float) -> str:
@@ -160,6 +192,24 @@ def overlay_capacity(pool: Pool) -> tuple[tuple[str, str], ...]:
     if pool.node_offers == (("nvidia.com/gpu", pool.gpus_per_node),):
         return ()
     return tuple((name, str(count)) for name, count in pool.node_offers)
+
+
+def limits(pool: Pool, overlays: bool) -> tuple[tuple[str, str], ...]:
+    """spec.limits: what `pool.max_nodes` nodes offer, each node as Karpenter sees it. The scheduler drops an
+    instance type whose capacity exceeds what is left of any limit (kubernetes-sigs/karpenter v1.14.0-20-g226646810
+    = 2266468104f36373ed002241afaee2d3bbc26078, pkg/controllers/provisioning/scheduling/scheduler.go,
+    filterByRemainingResources: `resources.Cmp(itResources[name], remaining) > 0`), and that capacity is the
+    overlaid one once a NodeOverlay applies (pkg/cloudprovider/types.go, ApplyCapacityOverlay), so a limit of
+    GPUs x nodes stops a time-sliced pool (4 replicas per node against a limit of 3) from launching at all.
+    Each extended resource a node offers is limited to it x nodes, the instance type's GPU count as well (what
+    Karpenter sees without the overlay, or with a MIG overlay that leaves nvidia.com/gpu alone)."""
+    nodes = pool.max_nodes
+    offered = dict(pool.node_offers) if overlays else {}
+    offered["nvidia.com/gpu"] = max(offered.get("nvidia.com/gpu", 0), pool.gpus_per_node)
+    return (("cpu", f"{pool.vcpus_per_node * nodes:g}"),
+            ("memory", quantity_gib(pool.memory_gib_per_node * nodes)),
+            ("nodes", str(nodes)),
+            *sorted((name, str(count * nodes)) for name, count in offered.items()))
 
 
 def schedule_gap(disruption_doc: str) -> str:
@@ -283,7 +333,6 @@ class KarpenterProvisioner(Provisioner):
                 f"offers ({offers}), {self.overlay_condition}; without the gate {effect}")
 
     def compile(self, pool: Pool, target: Target) -> KarpenterPool:
-        nodes = pool.max_nodes
         requirements = [*self.instance_type_requirements(pool),
                         Requirement(CAPACITY_TYPE, "In", (self.capacity_types.get(pool.capacity, ""),))]
         arch = self.arch(pool)
@@ -298,12 +347,9 @@ class KarpenterProvisioner(Provisioner):
             requirements=tuple(requirements),
             labels=tuple(sorted(pool.labels)),
             taints=tuple((t.key, t.value, t.effect) for t in pool.taints),
-            limits=(("cpu", f"{pool.vcpus_per_node * nodes:g}"),
-                    ("memory", quantity_gib(pool.memory_gib_per_node * nodes)),
-                    ("nodes", str(nodes)),
-                    ("nvidia.com/gpu", str(pool.gpus_per_node * nodes))),
+            limits=limits(pool, self.writes_overlays),
             weight=WEIGHTS[pool.capacity],
-            consolidation_policy=policy, consolidate_after=after, budgets=budgets, expire_after=EXPIRE_AFTER,
+            consolidation_policy=policy, consolidate_after=after, budgets=budgets, expire_after=expire_after(pool),
             overlay_capacity=overlay_capacity(pool) if self.writes_overlays else (),
             **self.node_class_fields(pool, target),
         )
@@ -332,6 +378,34 @@ class KarpenterProvisioner(Provisioner):
         if compiled.consolidation_policy not in CONSOLIDATION_POLICIES:
             problems.append(f"consolidationPolicy {compiled.consolidation_policy!r} is not one of Karpenter's")
         return problems
+
+    @property
+    def floor_upgrade_rule(self) -> FloorUpgradeRule | None:
+        """None: Karpenter has no surge setting, a drifted node's replacement is always launched first."""
+        return None
+
+    def floor_gap(self, pool: Pool) -> str | None:
+        """A floor in a reservation of exactly its size: Karpenter never replaces its nodes itself (budget 0,
+        expireAfter Never), so a new image, Kubernetes version or NodePool change leaves them drifted, serving,
+        until replaced by hand; priced as the one node of headroom a replacement would need."""
+        if not (pool.role == "floor" and pool.reserved_nodes):
+            return None
+        headroom = pool.price.usd_per_node_hour * HOURS_PER_MONTH
+        return (f"pool {pool.name!r}: Karpenter launches a drifted node's replacement before removing it and launches "
+                f"reserved capacity only while the reservation has room ({self.docs.disruption}, Drift), so in a "
+                f"reservation of exactly {pool.reserved_nodes} node(s) the replacement never starts; gpustack sets the "
+                "floor's Drifted budget to 0 and expireAfter: Never, so its nodes keep serving through a new image, a "
+                "Kubernetes upgrade or a NodePool change, drifted, until you replace them: delete one NodeClaim at a "
+                "time (its pods move to the node that then launches into the freed reservation, the floor one node short "
+                f"meanwhile), or grow the reservation by one node while replacing (${pool.price.usd_per_node_hour:,.2f} an "
+                f"hour, ${headroom:,.2f} a month); the plan "
+                "has no upgrade settings for it")
+
+    def pod_protection(self, kind: str, checkpointing: bool) -> tuple[tuple[tuple[str, str], ...], int | None]:
+        """Training that cannot resume: do-not-disrupt on its pods (its NodePools also never expire)."""
+        if kind in TRAINING_KINDS and not checkpointing:
+            return ((DO_NOT_DISRUPT, "true"),), UNPROTECTED_GRACE_SECONDS
+        return (), None
 
     def pool_notes(self, pool: Pool) -> tuple[str, ...]:
         if not pool.min_nodes:

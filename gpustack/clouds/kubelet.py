@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 Tiers = tuple[tuple[float, float], ...]  # (size of the tier, fraction reserved); the last covers the rest
 
@@ -35,6 +36,14 @@ class KubeletReservation:
     default_max_pods: int = 0  # for an instance type the table does not list
     eviction_gib: float = 100 / 1024
     source: str = ""
+    # CPU by a published table instead of tiers: (cores, reserved cores), ascending; a node takes the entry of
+    # the smallest listed count at or above its own (the last entry for larger nodes).
+    cpu_steps: tuple[tuple[float, float], ...] = ()
+    # The per-pod memory reservation is at most this share of the node's memory (0: no cap).
+    memory_cap_fraction: float = 0.0
+    # Memory the provisioner takes off an instance type's memory before anything else, as a fraction, rounded
+    # up to whole MiB (Karpenter's vmMemoryOverheadPercent; 0 for a provisioner that reads the real node).
+    vm_memory_overhead: float = 0.0
 
     @functools.cached_property
     def _pods(self) -> dict[str, int]:
@@ -42,13 +51,22 @@ class KubeletReservation:
 
     def reserved(self, instance_type: str, vcpus: float, memory_gib: float) -> tuple[float, float]:
         """(cores, GiB) the node keeps for itself."""
-        cpu = tiered(vcpus, self.cpu_tiers)
+        if self.cpu_steps:
+            cpu = next((reserved for cores, reserved in self.cpu_steps if cores >= vcpus), self.cpu_steps[-1][1])
+        else:
+            cpu = tiered(vcpus, self.cpu_tiers)
         if self.memory_tiers:
             memory = tiered(memory_gib, self.memory_tiers)
         else:
             pods = self._pods.get(instance_type, self.default_max_pods)
             memory = (self.memory_mib_per_pod * pods + self.memory_mib_base) / 1024
-        return cpu, memory + self.eviction_gib
+            if self.memory_cap_fraction:
+                memory = min(memory, self.memory_cap_fraction * memory_gib)
+        return cpu, memory + self.eviction_gib + self.vm_overhead_gib(memory_gib)
+
+    def vm_overhead_gib(self, memory_gib: float) -> float:
+        """What the provisioner believes the VM itself keeps of `memory_gib` (0 unless `vm_memory_overhead`)."""
+        return math.ceil(memory_gib * 1024 * self.vm_memory_overhead) / 1024 if self.vm_memory_overhead else 0.0
 
 
 def tiered(total: float, tiers: Tiers) -> float:

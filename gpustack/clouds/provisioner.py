@@ -34,7 +34,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpustack.clouds.base import FallbackMechanism, Feature
+from gpustack.clouds.base import FallbackMechanism, Feature, FloorUpgradeRule
 
 if TYPE_CHECKING:
     from gpustack.catalog import InstanceType
@@ -147,6 +147,25 @@ class Provisioner:
     def template_gap(self, pool: Pool) -> str | None:
         """What the autoscaler gets wrong about a new node of `pool` (default: the cloud's rule)."""
         return self.cloud.template_gap(pool)
+
+    @property
+    def floor_upgrade_rule(self) -> FloorUpgradeRule | None:
+        """How this provisioner's floors are upgraded without a node beyond their reservation (default: the
+        cloud's node-pool rule); None where nothing it declares can say so (the plan's `upgrade` is null)."""
+        return self.cloud.floor_upgrade
+
+    def floor_gap(self, pool: Pool) -> str | None:
+        """What a reserved floor cannot be protected from on day 2 under this provisioner, with its cost (None:
+        nothing, its `upgrade` settings hold)."""
+        del pool
+        return None
+
+    def pod_protection(self, kind: str, checkpointing: bool) -> tuple[tuple[tuple[str, str], ...], int | None]:
+        """(annotations, terminationGracePeriodSeconds) the pods of a workload of `kind` must carry so the
+        provisioner never moves them voluntarily where they cannot resume (default: nothing; None: Kubernetes'
+        default grace period)."""
+        del kind, checkpointing
+        return (), None
 
     def pool_notes(self, pool: Pool) -> tuple[str, ...]:
         """Notes on a compiled pool that only this provisioner can give (default: none)."""

@@ -43,7 +43,8 @@ CLOUD_NAME = ("the name is the node pool's identity on the cloud: a new name is 
 PROVISIONER = "another provisioner declares other resources for the pool"
 DRIFTED = ("the pool is updated in place and its nodes drift: the provisioner replaces them one by one, each "
            "replacement started before the old node drains, as fast as the pool's disruption budgets allow "
-           "(a floor whose budget allows one drifted node at a time keeps the rest serving)")
+           "(a reserved floor's Drifted budget is 0: its nodes keep serving, drifted, until replaced by hand, "
+           "as its floor-upgrade warning says)")
 
 
 def diff_plans(old: Plan, new: Plan, old_label: str, new_label: str) -> PlanDiff:

@@ -22,7 +22,7 @@ class InstanceFacts:
 
 @functools.cache
 def _rows(cloud: str, name: str) -> tuple[InstanceType, ...]:
-    return tuple(row for row in load_catalog().instances if row.cloud == cloud and row.name == name)
+    return tuple(row for row in load_catalog().rows_of(cloud) if row.name == name)
 
 
 def lookup(cloud: str, name: str | None, capacities: frozenset[str], region: str | None) -> InstanceFacts | None:

@@ -5,8 +5,10 @@ template), else by name and namespace (an object without a namespace takes the o
 matches by name). Its pod template must then land on the workload's pools and on no other: tolerate every
 taint of its pools, select only its pools (nodeSelector / required node affinity, the scheduler's rules:
 https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/), request the extended resource
-its sharing mode needs and no more than one node of its pools offers, and carry the checkpointing label
-where a pool is spot. GPU-requesting objects that match no workload are reported as warnings.
+its sharing mode needs and no more than one node of its pools offers, carry the checkpointing label
+where a pool is spot, and the annotations and grace period the provisioner needs (the plan's pod request:
+Karpenter's karpenter.sh/do-not-disrupt on training that cannot resume). GPU-requesting objects that match
+no workload are reported as warnings.
 """
 
 from __future__ import annotations
@@ -286,6 +288,20 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
             finding(where, f"requests {amount} {name}; no node of its pools offers more than {most}, so its pods "
                     "never schedule", f"request at most {most} (the plan sizes it {quantity})")
 
+    annotations = _str_map(obj.at("metadata", "annotations"))
+    for key, value in request.annotations:
+        if annotations.get(key) != value:
+            finding((*obj.template, "metadata", "annotations"),
+                    f"its pods lack the annotation {key}: \"{value}\", so {target.provisioner} may disrupt their node "
+                    "voluntarily (a drift, a consolidation) and the work restarts from the beginning",
+                    f'annotate its pod template {key}: "{value}"')
+    grace = pod_spec.get("terminationGracePeriodSeconds")
+    wanted_grace = request.termination_grace_seconds
+    if wanted_grace is not None and not (isinstance(grace, int) and grace >= wanted_grace):
+        finding((*spec_path, "terminationGracePeriodSeconds"),
+                f"terminationGracePeriodSeconds is {grace if grace is not None else 'unset (30)'}: a drain it cannot "
+                f"refuse leaves the job less than the {wanted_grace} s the plan gives it to write what it can",
+                f"set terminationGracePeriodSeconds: {wanted_grace}", WARNING)
     out.extend(_node_fit(obj, request, pod_spec, mine))
     if request.checkpointing and any(p.capacity == "spot" for p in mine):
         labels = _str_map(obj.at("metadata", "labels"))

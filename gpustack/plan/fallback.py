@@ -136,11 +136,15 @@ def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], l
                             "pools first: the fallback may start as often as spot, and its cost is not in the "
                             "estimate.")
             continue
+        # The class the pods select: the group's own under COMPUTE_CLASS; under CLASS_PRIORITIES the class whose
+        # priorities the pools are, named after its first pool (`pool_classes`), not after the group.
+        cls = group.name
+        if mechanism.kind == CLASS_PRIORITIES and group.spot:
+            cls = next(c for c, names in pool_classes(pools) if group.spot[0] in names)
         if mechanism.kind == COMPUTE_CLASS:
             how = (f"they form the ComputeClass {group.name} (spot pools first, the fallback when they cannot "
                    f"grow), and gpustack labels and taints them {mechanism.pool_marker}={group.name}")
         elif mechanism.kind == CLASS_PRIORITIES:
-            cls = next(c for c, names in pool_classes(pools) if group.spot[0] in names) if group.spot else "?"
             how = (f"they are the priorities of the ComputeClass {cls}, spot first: a fallback node is created "
                    "only when no spot node can be")
         elif mechanism.kind == NODEPOOL_WEIGHT:
@@ -153,7 +157,7 @@ def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], l
             how = ("the Cluster Autoscaler's priority expander grows the spot pools first, ranked in "
                    f"{mechanism.namespace}/cluster-autoscaler-priority-expander; its regexes name node groups by "
                    "ids that exist only once the pools do, so `gpustack render` cannot write it")
-        action = mechanism.user_action.replace("<class>", group.name)
+        action = mechanism.user_action.replace("<class>", cls)
         found.append(f"{which}: the fallback runs only when spot is short because {how}. You must {action}. "
                      "The pods must tolerate the spot taint and must not pin a single pool (docs/in-cluster.md, "
                      f"\"Spot first, on-demand fallback\"; {mechanism.source}).")

@@ -175,6 +175,10 @@ class PodRequest:
     labels: Pairs = ()  # attribution labels of its pods: the spec's labels under the workload's own
     checkpointing: bool = False  # the workload resumes from checkpoints (may run on spot)
     autostop: AutoStopChoice | None = None  # scheduled workloads: what is stopped outside the window
+    # What the provisioner needs on the pods to leave them be (`Provisioner.pod_protection`): pod annotations,
+    # e.g. Karpenter's karpenter.sh/do-not-disrupt, and terminationGracePeriodSeconds (None: Kubernetes' default).
+    annotations: Pairs = ()
+    termination_grace_seconds: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -526,7 +530,10 @@ def _pod_request(r: PodRequest) -> dict[str, Any]:
             "pools": list(r.pools), "namespace": r.namespace, "kind": r.kind, "labels": dict(r.labels),
             "checkpointing": r.checkpointing,
             **({"autostop": {"kinds": list(r.autostop.kinds), "name": r.autostop.name,
-                             "detected": r.autostop.detected}} if r.autostop else {})}
+                             "detected": r.autostop.detected}} if r.autostop else {}),
+            **({"annotations": dict(r.annotations)} if r.annotations else {}),
+            **({"termination_grace_period_seconds": r.termination_grace_seconds}
+               if r.termination_grace_seconds is not None else {})}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:

@@ -165,10 +165,11 @@ def pod_requests(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[PodRe
     return tuple(requests)
 
 
-def floor_upgrade(pool: Pool, cloud: Cloud) -> FloorUpgrade | None:
+def floor_upgrade(pool: Pool, provisioner: Provisioner) -> FloorUpgrade | None:
     """Upgrade settings of a reserved floor that never surge beyond its reservation, with what the
-    cloud's default surge would cost in reservation headroom instead."""
-    rule = cloud.floor_upgrade
+    cloud's default surge would cost in reservation headroom instead (None where the provisioner declares
+    none: `Provisioner.floor_upgrade_rule`)."""
+    rule = provisioner.floor_upgrade_rule
     if rule is None or not pool.reserved_nodes:
         return None
     surge = rule.default_surge(pool.reserved_nodes)
@@ -204,7 +205,7 @@ def annotate(pools: Sequence[Pool], provisioner: Provisioner
         pool = dataclasses.replace(pool, labels=tuple(sorted(labels.items())), node_offers=offers,
                                    node_allocatable=node_allocatable(pool, provisioner),
                                    mig_strategy=strategy if pool.sharing.mode == "mig" else None,
-                                   autoscaler_labels=autoscaler_labels, upgrade=floor_upgrade(pool, cloud))
+                                   autoscaler_labels=autoscaler_labels, upgrade=floor_upgrade(pool, provisioner))
         gap = provisioner.template_gap(pool)
         if gap and (pool.min_nodes == 0 or not provisioner.keeps_min_nodes):
             warnings.append((pool.name, f"pool {pool.name!r}: {gap}"))

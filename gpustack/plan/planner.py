@@ -147,6 +147,8 @@ class _TargetPlanner:
             for message in self.provisioner.check_pool(pool):
                 self.problem(None, "", f"pool {pool.name!r}: {message}")
             self.check_labels(pool)
+            if gap := self.provisioner.floor_gap(pool):
+                self.warn("floor-upgrade", gap, pool=pool.name)
         if len(self.problems) > before:
             return None
         planned = costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
@@ -175,9 +177,11 @@ class _TargetPlanner:
         """A workload's pod requests with what the spec says of its objects: namespace, kind, labels."""
         workload = self.spec.workload(request.workload)
         labels = {**dict(self.spec.labels), **dict(workload.labels)}
+        annotations, grace = self.provisioner.pod_protection(workload.kind, workload.checkpointing)
         return dataclasses.replace(request, namespace=workload.namespace, kind=workload.kind,
                                    labels=tuple(sorted(labels.items())), checkpointing=workload.checkpointing,
-                                   autostop=autostop_choice(workload))
+                                   autostop=autostop_choice(workload), annotations=annotations,
+                                   termination_grace_seconds=grace)
 
     # -- per workload -------------------------------------------------------------------------
     def demands_of(self, workload: Workload) -> list[tuple[PoolKey, Demand]]:

@@ -11,7 +11,10 @@ Each fragment carries
 - requests for cpu, memory and the extended resource its sharing mode needs, and a limit equal to the
   request for the extended resources (Kubernetes refuses extended resources without it);
 - the attribution labels and `gpustack.dev/workload` on the object (what auto-stop selects) and on its
-  pods (what cost reports group by), plus `gpustack.dev/checkpointing` on pods that may run on spot.
+  pods (what cost reports group by), plus `gpustack.dev/checkpointing` on pods that may run on spot;
+- what the provisioner needs to leave the pods be (the plan's pod request: Karpenter's
+  `karpenter.sh/do-not-disrupt` annotation on training that cannot resume, and its
+  terminationGracePeriodSeconds).
 
 Written two ways: a Kustomize strategic-merge patch per workload targeting its object by kind, name and
 namespace (listed in a kustomize Component), and a Helm values snippet with the keys most charts use.
@@ -48,6 +51,7 @@ class WorkloadWiring:
     object_labels: dict[str, str]
     pod_spec: dict[str, Any]  # nodeSelector, affinity, tolerations
     resources: dict[str, dict[str, str]]  # requests, limits
+    pod_annotations: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def container(self) -> str:
@@ -87,9 +91,11 @@ def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
         pod_spec["nodeSelector"] = dict(request.node_selector)
     pod_spec["affinity"] = affinity(request, pools)
     pod_spec["tolerations"] = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations]
+    if request.termination_grace_seconds is not None:
+        pod_spec["terminationGracePeriodSeconds"] = request.termination_grace_seconds
     return WorkloadWiring(request.workload, request.namespace, OBJECT_KINDS.get(request.kind, "Deployment"),
                           dict(sorted(pod_labels.items())), dict(sorted(labels.items())), pod_spec,
-                          resources(request))
+                          resources(request), dict(sorted(request.annotations)))
 
 
 def wirings(target: TargetPlan) -> tuple[WorkloadWiring, ...]:
@@ -98,7 +104,10 @@ def wirings(target: TargetPlan) -> tuple[WorkloadWiring, ...]:
 
 def pod_template(w: WorkloadWiring) -> dict[str, Any]:
     spec = dict(w.pod_spec, containers=[{"name": w.container, "resources": w.resources}])
-    return {"metadata": {"labels": w.pod_labels}, "spec": spec}
+    metadata: dict[str, Any] = {"labels": w.pod_labels}
+    if w.pod_annotations:
+        metadata["annotations"] = w.pod_annotations
+    return {"metadata": metadata, "spec": spec}
 
 
 def patch(w: WorkloadWiring, kind: str | None = None) -> dict[str, Any]:
@@ -108,7 +117,7 @@ def patch(w: WorkloadWiring, kind: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any]
     if kind == "Pod":
         return {"apiVersion": API_VERSIONS[kind], "kind": kind,
-                "metadata": {"name": w.workload, "namespace": w.namespace, "labels": w.pod_labels},
+                "metadata": {"name": w.workload, "namespace": w.namespace, **template["metadata"]},
                 "spec": template["spec"]}
     if kind == "CronJob":
         spec = {"jobTemplate": {"metadata": {"labels": w.object_labels}, "spec": {"template": template}}}
@@ -133,6 +142,8 @@ def kustomization(ws: tuple[WorkloadWiring, ...]) -> dict[str, Any]:
 def helm_values(w: WorkloadWiring) -> dict[str, Any]:
     """The keys most application charts expose (podLabels, nodeSelector, affinity, tolerations, resources)."""
     values: dict[str, Any] = {"podLabels": w.pod_labels}
+    if w.pod_annotations:
+        values["podAnnotations"] = w.pod_annotations
     values.update(w.pod_spec)
     values["resources"] = w.resources
     return values

@@ -229,7 +229,7 @@ class _SpecReader(Reader):
         if not isinstance(raw, dict):
             self.problem(path + ("instances",), "expected a mapping of instance type to {on_demand, spot}")
         else:
-            known = self.catalog.instance_names()
+            known = self.catalog.instance_names() if raw else ()  # every cloud's file: only when overrides are given
             for name, prices in raw.items():
                 item = path + ("instances", name)
                 if name not in known:
@@ -296,7 +296,7 @@ class _SpecReader(Reader):
         if not isinstance(value, dict) or not value:
             return self.problem(path, "expected a mapping of instance type to committed USD per node-hour, e.g. "
                                       "{p4de.24xlarge: 20.5}")
-        known = sorted({r.name for r in self.catalog.instances if r.cloud == cloud})
+        known = self.catalog.instance_names(cloud)
         out = []
         for name, price in value.items():
             if name not in known:
@@ -562,11 +562,14 @@ class _SpecReader(Reader):
         if cloud and region:
             known = self.catalog.regions(cloud.name)
             if region not in known:
+                nearest = self.catalog.nearest_regions(cloud.name, region)
                 region = self.problem(path + ("region",), f"the {self.catalog_name()} has no "
-                                                          f"{cloud.display_name} prices for {region!r}"
-                                                          f"{did_you_mean(region, known)}; catalogued: "
-                                                          f"{one_of(known)}; if {cloud.display_name} has that region, "
-                                                          f"{ADD_ROWS} --cloud {cloud.name} --region {region}")
+                                                          f"{cloud.display_name} GPU instance types in {region!r}"
+                                                          f"{did_you_mean(region, known)}: its price sources list "
+                                                          f"none there; nearest regions with GPUs: "
+                                                          f"{', '.join(nearest)} (of {len(known)} catalogued); if "
+                                                          f"{cloud.display_name} sells GPUs there, {ADD_ROWS} "
+                                                          f"--cloud {cloud.name} --region {region}")
         cluster = self.string(path + ("cluster",), value["cluster"])
         if cloud and cluster:
             pattern, rule = cloud.cluster_rule
@@ -669,7 +672,7 @@ class _SpecReader(Reader):
                 if workload.gpu in here:
                     continue
                 offered = self.catalog.offering(workload.gpu)
-                where = "; ".join(f"{CLOUDS.get(c).display_name} {', '.join(r)}" for c, r in offered.items())
+                where = "; ".join(f"{CLOUDS.get(c).display_name} {_some(r)}" for c, r in offered.items())
                 gap = cloud.gpu_gap(workload.gpu)
                 if gap:  # a gap of the cloud, with its source: no catalog row can fill it
                     self.problems.append(Problem(
@@ -677,16 +680,25 @@ class _SpecReader(Reader):
                         f"{workload.gpu} is not offered by {cloud.display_name} (target {target.name!r}): {gap}; "
                         f"the catalog has it in: {where or 'no region'}"))
                     continue
+                nearest = self.catalog.nearest_regions(target.cloud, target.region, workload.gpu)
+                near = f"nearest {cloud.display_name} regions with it: {', '.join(nearest)}; " if nearest else ""
                 self.problems.append(Problem(
                     self.doc.where(("workloads", workload.index, "gpu")), f"workloads[{workload.index}].gpu",
                     f"the {self.catalog_name()} has no {workload.gpu} rows for {cloud.display_name} "
-                    f"{target.region} (target {target.name!r}); it has {workload.gpu} in: {where or 'no region'}; "
+                    f"{target.region} (target {target.name!r}); {near}it has {workload.gpu} in: "
+                    f"{where or 'no region'}; "
                     f"if {cloud.display_name} offers {workload.gpu} there, {ADD_ROWS} --cloud {target.cloud} "
                     f"--region {target.region}"))
 
     def catalog_name(self) -> str:
         files = self.catalog.files
         return f"catalog (bundled + {', '.join(files)})" if files else "bundled catalog"
+
+
+def _some(regions: tuple[str, ...], shown: int = 5) -> str:
+    """Regions for a message: the first few, and how many more."""
+    more = f" and {len(regions) - shown} more" if len(regions) > shown else ""
+    return ", ".join(regions[:shown]) + more
 
 
 def written_names(value: Any) -> set[str]:

@@ -18,13 +18,37 @@ instance type, the labels it registers as well known and the kubelet reservation
   pkg/controllers/nodeoverlay/controller.go, `getOverlaidOfferings`, matches an overlay's
   requirements against the instance type's plus `karpenter.sh/nodepool` and the NodePool's template
   labels; pkg/cloudprovider/types.go, `ApplyCapacityOverlay`, assigns its capacity over the instance
-  type's (keys it names replaced, others added); higher weight first.
+  type's (keys it names replaced, others added); higher weight first;
+- the capacity an instance type reports (`capacity`): cpu, nvidia.com/gpu and memory less the provider's VM
+  memory overhead on a first launch (aws/karpenter-provider-aws v1.14.1, pkg/providers/instancetype/types.go
+  `memory`: MiB less ceil(MiB x vmMemoryOverheadPercent), default 0.075 in pkg/operator/options/options.go;
+  Azure/karpenter-provider-azure v1.14.2, pkg/providers/instancetype/instancetype.go
+  `CalculateMemoryWithoutOverhead`: whole GiB less ceil(bytes x 0.075) bytes; Oracle's provider takes none);
+  allocatable is that less the kubelet's reservation;
+- NodePool limits, kubernetes-sigs/karpenter at 2266468104f36373ed002241afaee2d3bbc26078 (v1.14.0-20),
+  pkg/controllers/provisioning/scheduling/scheduler.go: `remainingResources` starts at spec.limits (NewScheduler)
+  less the capacity of the NodePool's nodes (cluster state, `node.Capacity()`); a new NodeClaim is refused when
+  `nodes` is exhausted ("node limits have been exhausted for nodepool"), and `filterByRemainingResources` drops
+  every instance type whose capacity exceeds what is left of any limit ("all available instance types exceed
+  limits for nodepool"); a launch subtracts its capacity (`subtractMax`);
+- offerings: a capacity type the NodePool requires is offered when available; a reserved offering only while
+  the reservation has room (AWS: pkg/providers/instancetype/offering/reserved_capacity_resolver.go,
+  `Available: ... reservationCapacity != 0`; KPO v1.0.0: pkg/providers/instancetype/provider.go
+  makeReservedOffering, `avail := Total - Used`, available when not 0);
+- day 2 (`day_two`): drift launches a replacement before removing the drifted node and only within the
+  Drifted budget (disruption docs, "Drift"), so a replacement the limits or the reservation refuse leaves the
+  node drifted and serving; expiry drains the node at once, whatever the budgets (disruption docs,
+  "Expiration"), unless expireAfter is Never; pods annotated karpenter.sh/do-not-disrupt: "true" block
+  consolidation and drift of their node while the NodePool has no terminationGracePeriod, and are not
+  evicted by an expiry's drain (disruption docs, "Pod-Level Controls").
 
-Inputs are the rendered NodePool objects and the catalog; never the plan.
+Inputs are the rendered NodePool and node class objects and the catalog; never the plan.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,7 +56,6 @@ from cloudsim.kube import Pod, Taint, quantity, tolerates
 from gpustack.catalog import InstanceType
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.karpenter import NODEPOOL_LABEL, KarpenterProvisioner
-from gpustack.plan.nodes import kubelet_allocatable
 
 GIB = 2**30
 
@@ -82,17 +105,47 @@ def _overlay_applies(overlay: Mapping[str, Any], node_pool: Mapping[str, Any], r
     return True
 
 
-def offered(row: InstanceType, node_pool: Mapping[str, Any] | None = None,
-            overlays: Sequence[Mapping[str, Any]] = ()) -> dict[str, float]:
-    """What Karpenter believes a new node of `row` launched for `node_pool` offers: the cloud's GPU count,
-    the kubelet's cpu and memory (of the provider's node image), and what the overlays that apply assign."""
-    kubelet = (provider(node_pool) if node_pool is not None else CLOUDS.get(row.cloud).provisioner()).kubelet_reservation
-    cpu, memory = kubelet_allocatable(row.vcpus, row.memory_gib, kubelet, row.name)
-    capacity = {"cpu": cpu, "memory": memory * GIB, "nvidia.com/gpu": float(row.gpus)}
+MIB = 2**20
+# The provider's VM memory overhead by node class group (module docstring).
+VM_MEMORY_OVERHEAD = {"karpenter.k8s.aws": 0.075, "karpenter.azure.com": 0.075}
+
+
+def _group(node_pool: Mapping[str, Any]) -> str:
+    return str(node_pool["spec"]["template"]["spec"]["nodeClassRef"]["group"])
+
+
+def memory_bytes(row: InstanceType, node_pool: Mapping[str, Any] | None) -> float:
+    """The memory capacity Karpenter gives a new node of `row`, the VM overhead taken."""
+    group = _group(node_pool) if node_pool is not None else ""
+    overhead = VM_MEMORY_OVERHEAD.get(group, 0.0)
+    if group == "karpenter.azure.com":  # whole GiB, less ceil(bytes x overhead) bytes
+        whole = int(row.memory_gib) * GIB
+        return whole - math.ceil(whole * overhead)
+    mib = round(row.memory_gib * 1024)  # MiB, less ceil(MiB x overhead) MiB
+    return (mib - math.ceil(mib * overhead)) * MIB
+
+
+def capacity(row: InstanceType, node_pool: Mapping[str, Any] | None = None,
+             overlays: Sequence[Mapping[str, Any]] = ()) -> dict[str, float]:
+    """InstanceType.Capacity: cpu, memory (VM overhead off), the cloud's GPU count, the applying overlays assigned."""
+    out = {"cpu": float(row.vcpus), "memory": memory_bytes(row, node_pool), "nvidia.com/gpu": float(row.gpus)}
     applying = [o for o in overlays if node_pool is not None and _overlay_applies(o, node_pool, row)]
     for overlay in sorted(applying, key=lambda o: int(o["spec"].get("weight", 0))):  # the highest weight last
-        capacity.update({name: quantity(value) for name, value in overlay["spec"].get("capacity", {}).items()})
-    return capacity
+        out.update({name: quantity(value) for name, value in overlay["spec"].get("capacity", {}).items()})
+    return out
+
+
+def offered(row: InstanceType, node_pool: Mapping[str, Any] | None = None,
+            overlays: Sequence[Mapping[str, Any]] = ()) -> dict[str, float]:
+    """What Karpenter believes a new node of `row` launched for `node_pool` offers pods: its capacity less the
+    kubelet's reservation of the provider's node image (computed on the instance's full memory)."""
+    kubelet = (provider(node_pool) if node_pool is not None else CLOUDS.get(row.cloud).provisioner()).kubelet_reservation
+    kubelet = dataclasses.replace(kubelet, vm_memory_overhead=0.0)  # the overhead is `capacity`'s, from the source
+    cpu, memory = kubelet.reserved(row.name, row.vcpus, row.memory_gib)
+    out = capacity(row, node_pool, overlays)
+    out["cpu"] = max(out["cpu"] - cpu, 0.0)
+    out["memory"] = max(out["memory"] - memory * GIB, 0.0)
+    return out
 
 
 def why_not(pod: Pod, node_pool: Mapping[str, Any], rows: Mapping[str, InstanceType],
@@ -134,3 +187,116 @@ def launching(pod: Pod, node_pools: Sequence[Mapping[str, Any]], rows: Mapping[s
 
 def pod_requests(requests: Mapping[str, str]) -> dict[str, float]:
     return {name: quantity(value) for name, value in requests.items()}
+
+
+def _capacity_types(node_pool: Mapping[str, Any]) -> set[str]:
+    return requirements(node_pool).get("karpenter.sh/capacity-type") or set()
+
+
+def launch(pod: Pod, node_pool: Mapping[str, Any], rows: Mapping[str, InstanceType],
+           overlays: Sequence[Mapping[str, Any]] = (), nodes: Sequence[Mapping[str, float]] = (),
+           reservation_room: int | None = None, available: frozenset[str] = frozenset({"spot", "on-demand"})
+           ) -> tuple[str | None, dict[str, float] | None]:
+    """(Karpenter's refusal or None, the new node's capacity) for one NodeClaim of `node_pool` for `pod`, with
+    `nodes` (their capacities) already in the NodePool, `reservation_room` nodes left in the reservation its node
+    class selects (None: none selected) and `available` the other capacity types the cloud has now."""
+    if (reason := why_not(pod, node_pool, rows, overlays)) is not None:
+        return reason, None
+    limits = {name: quantity(value) for name, value in node_pool["spec"].get("limits", {}).items()}
+    remaining = {name: amount - sum(n.get(name, 0.0) for n in nodes) for name, amount in limits.items()}
+    if "nodes" in remaining:
+        remaining["nodes"] = limits["nodes"] - len(nodes)
+        if remaining["nodes"] <= 0:
+            return "node limits have been exhausted for nodepool", None
+    chosen = provider(node_pool)
+    names = requirements(node_pool).get(chosen.instance_type_label) or set()
+    fitting = []
+    for name in sorted(names):
+        if name not in rows:
+            continue
+        node = capacity(rows[name], node_pool, overlays)
+        if all(node.get(key, 0.0) <= left + 1e-9 for key, left in remaining.items() if key != "nodes"):
+            fitting.append(node)
+    if not fitting:
+        return "all available instance types exceed limits for nodepool", None
+    offered_types = set(available)
+    if reservation_room:
+        offered_types.add("reserved")
+    if not _capacity_types(node_pool) & offered_types:
+        return f"no offering of {sorted(_capacity_types(node_pool))} is available", None
+    return None, fitting[0]
+
+
+def launchable(pod: Pod, node_pool: Mapping[str, Any], rows: Mapping[str, InstanceType],
+               overlays: Sequence[Mapping[str, Any]] = (), reservation_room: int | None = None,
+               available: frozenset[str] = frozenset({"spot", "on-demand"}), most: int = 1000) -> int:
+    """How many nodes `node_pool` launches one after another for pods like `pod`, from none, until Karpenter
+    refuses (a launch into the reservation uses one node of its room)."""
+    nodes: list[dict[str, float]] = []
+    room = reservation_room
+    while len(nodes) < most:
+        reserved_only = _capacity_types(node_pool) <= {"reserved"}
+        reason, node = launch(pod, node_pool, rows, overlays, nodes, room, frozenset() if reserved_only else available)
+        if reason is not None or node is None:
+            break
+        nodes.append(node)
+        if room and (reserved_only or "reserved" in _capacity_types(node_pool)):
+            room -= 1
+    return len(nodes)
+
+
+def _budget(node_pool: Mapping[str, Any], reason: str, nodes: int) -> int:
+    """Nodes the NodePool's budgets allow to disrupt at once for `reason` (default: 10%, rounded up)."""
+    budgets = node_pool["spec"].get("disruption", {}).get("budgets") or [{"nodes": "10%"}]
+    allowed = nodes
+    for budget in budgets:
+        if budget.get("reasons") and reason not in budget["reasons"]:
+            continue
+        value = str(budget["nodes"])
+        count = math.ceil(nodes * int(value[:-1]) / 100) if value.endswith("%") else int(value)
+        allowed = min(allowed, count)
+    return allowed
+
+
+def day_two(event: str, node_pool: Mapping[str, Any], node_class: Mapping[str, Any], pod: Pod,
+            rows: Mapping[str, InstanceType], nodes: int, reservation_room: int | None,
+            pod_annotations: Mapping[str, str] = (), available: frozenset[str] = frozenset({"spot", "on-demand"})
+            ) -> tuple[int, str]:
+    """(nodes still serving the pool's pods, what happened) after `event` on a NodePool running `nodes` nodes:
+    "ami" (a new image of the node class's image family is released), "upgrade" (the control plane's
+    Kubernetes version changes) or "expiry" (the nodes' lifetime reaches expireAfter)."""
+    template = node_pool["spec"]["template"]["spec"]
+    protected = dict(pod_annotations or {}).get("karpenter.sh/do-not-disrupt") == "true"
+    if event == "expiry":
+        if template.get("expireAfter", "720h") == "Never":
+            return nodes, "never expires"
+        if protected:
+            return nodes, "drained, its do-not-disrupt pods not evicted (the node stays until they end)"
+        return 0, "expired: drained at once, before any replacement"
+    drifts = event == "upgrade" or _image_follows_releases(node_class)
+    if not drifts:
+        return nodes, "not drifted: the node class pins its image"
+    if protected and "terminationGracePeriod" not in template:
+        return nodes, "drifted, not disrupted: its pods carry do-not-disrupt"
+    if _budget(node_pool, "Drifted", nodes) == 0:
+        return nodes, "drifted, not disrupted: the Drifted budget is 0"
+    capacities = [capacity(rows[sorted(requirements(node_pool)[provider(node_pool).instance_type_label])[0]], node_pool)
+                  ] * nodes
+    reserved_only = _capacity_types(node_pool) <= {"reserved"}
+    reason, _ = launch(pod, node_pool, rows, (), capacities, reservation_room, frozenset() if reserved_only else available)
+    if reason is not None:
+        return nodes, f"drifted, its replacement refused ({reason}): the node keeps serving"
+    return nodes, "replaced: the replacement launched before the drifted node drained"
+
+
+def _image_follows_releases(node_class: Mapping[str, Any]) -> bool:
+    """Whether a new image release drifts the node class's nodes: an `@latest` AMI alias (AWS), an image
+    family without a pinned version (Azure), never a pinned image id (KPO's imageId)."""
+    spec = node_class["spec"]
+    aliases = [t.get("alias", "") for t in spec.get("amiSelectorTerms", ())]
+    if aliases:
+        return any(a.endswith("@latest") for a in aliases)
+    image = spec.get("volumeConfig", {}).get("bootVolumeConfig", {}).get("imageConfig", {})
+    if image:
+        return not image.get("imageId")
+    return True  # NAP: each new node image of the family drifts the nodes

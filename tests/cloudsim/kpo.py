@@ -7,8 +7,10 @@ pkg/providers/instancetype/provider.go:
 - `setOfferings`: on-demand always; spot when the shape is preemptible (its shape metadata's
   preemptibleShapes, prefix match: `isPreemptibleShape`), the node class names no capacity reservation
   and the NodePool carries the oci.oraclecloud.com/oke-is-preemptible NoSchedule taint (key and effect:
-  `checkTaintExists`); reserved when the node class names capacity reservations (assumed to resolve to
-  one holding the shape).
+  `checkTaintExists`); reserved when the node class names capacity reservations that resolve to one holding
+  the shape, and only while it has room: `makeReservedOffering` (provider.go:355-379) sets
+  `avail := Total - Used` (at least 0) and makes the offering available only when `avail != 0`, so a
+  reservation of exactly the floor's size offers nothing to a replacement launched before the old node goes.
 Inputs are the rendered NodePool and OCINodeClass; never the plan.
 """
 
@@ -25,8 +27,10 @@ def _tainted(node_pool: Mapping[str, Any], key: str) -> bool:
     return any(t["key"] == key and t["effect"] == "NoSchedule" for t in node_pool["spec"]["template"]["spec"]["taints"])
 
 
-def offered(node_pool: Mapping[str, Any], node_class: Mapping[str, Any], shape: str, gpus: int) -> set[str]:
-    """The karpenter.sh/capacity-type values KPO offers `node_pool` for `shape` (empty: not offered)."""
+def offered(node_pool: Mapping[str, Any], node_class: Mapping[str, Any], shape: str, gpus: int,
+            reservation_room: int = 0) -> set[str]:
+    """The karpenter.sh/capacity-type values KPO offers `node_pool` for `shape` (empty: not offered), with
+    `reservation_room` instances of the shape left unused in the reservation the node class names."""
     if gpus and not (_tainted(node_pool, "nvidia.com/gpu") or _tainted(node_pool, "amd.com/gpu")):
         return set()
     reservations = bool(node_class["spec"].get("capacityReservationConfigs"))
@@ -34,6 +38,6 @@ def offered(node_pool: Mapping[str, Any], node_class: Mapping[str, Any], shape: 
     preemptible = shape.upper().startswith(tuple(s.upper() for s in PREEMPTIBLE_GPU_SHAPES))
     if preemptible and not reservations and _tainted(node_pool, "oci.oraclecloud.com/oke-is-preemptible"):
         out.add("spot")
-    if reservations:
+    if reservations and reservation_room > 0:
         out.add("reserved")
     return out

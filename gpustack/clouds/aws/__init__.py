@@ -8,6 +8,7 @@
     karpenter.py  the `karpenter` provisioner: NodePools and EC2NodeClasses compiled into the plan
     karpenter_backend.py  their Pulumi resources (imported only by the Pulumi program)
     prices.py   the price feed of `gpustack catalog refresh`
+    snapshot.py  the reader of its source snapshots for `make catalog SOURCES=DIR` (data/aws.csv)
 """
 
 from gpustack.clouds.aws.facts import EKS

@@ -33,6 +33,7 @@ from gpustack.clouds.karpenter import (
 )
 
 if TYPE_CHECKING:
+    from gpustack.clouds.kubelet import KubeletReservation
     from gpustack.plan.model import Pool
     from gpustack.spec.model import Target
 
@@ -80,6 +81,15 @@ DEFAULT_NODE_ROLE = "KarpenterNodeRole-{cluster}"
 # The tag a reserved floor's capacity reservation carries, which its EC2NodeClass selects
 # (spec.capacityReservationSelectorTerms[].tags, ODCR_DOC: every ODCR Karpenter uses must be selected).
 RESERVATION_TAG = "gpustack.dev/pool"
+# Karpenter takes 7.5% off an instance type's memory (rounded up to MiB) before the kubelet's reservation until
+# it has seen a node of the type: pkg/providers/instancetype/types.go, memory() ("Account for VM overhead"),
+# with settings.vmMemoryOverheadPercent 0.075 (charts/karpenter/values.yaml; pkg/operator/options/options.go,
+# "when cached information is unavailable"). A g4dn.2xlarge (32,768 Mi) is 30,310 Mi to it, 29,636 Mi after
+# kube-reserved and eviction: a pool is planned on what Karpenter believes, or its first node never launches.
+VM_MEMORY_OVERHEAD = 0.075
+KUBELET_RESERVATION = dataclasses.replace(
+    facts.KUBELET_RESERVATION, vm_memory_overhead=VM_MEMORY_OVERHEAD,
+    source=f"{facts.KUBELET_RESERVATION.source}; {_REPO}/pkg/providers/instancetype/types.go (memory: vmMemoryOverheadPercent)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,6 +142,10 @@ class Karpenter(KarpenterProvisioner):
     fallback_mechanism = core.weight_fallback(SCHEDULING_DOC, "run Karpenter (the NodePools' weights do the ranking)")
     drifting_changes = {**core.drift_changes(DISRUPTION_DOC), "settings.subnet_ids": (
         f"the EC2NodeClass's subnetSelectorTerms change: its nodes drift ({DISRUPTION_DOC}, Drift)")}
+
+    @property
+    def kubelet_reservation(self) -> KubeletReservation:
+        return KUBELET_RESERVATION
 
     def arch(self, pool: Pool) -> str:
         return AMI_FAMILY_ARCH.get(facts.ami_type(pool.instance_type) or "", "")
@@ -197,7 +211,8 @@ class Karpenter(KarpenterProvisioner):
     def target_notes(self) -> list[str]:
         return [f"Karpenter {RELEASE} provisions the pools: one NodePool and EC2NodeClass each, spot tried before "
                 f"on-demand by spec.weight; nodes follow the AMI alias {AMI_ALIAS}, so each new EKS AMI drifts them, "
-                f"replaced within each NodePool's disruption budgets ({NODECLASSES_DOC}); docs/karpenter.md says what "
+                f"replaced within each NodePool's disruption budgets ({NODECLASSES_DOC}), reserved floors excepted (their "
+                f"floor-upgrade warnings); docs/karpenter.md says what "
                 "the cluster needs (the controller, its IAM, the node role and the discovery tags)."]
 
 

@@ -9,6 +9,7 @@
     nap.py      the `nap` provisioner (node auto-provisioning): NodePools and AKSNodeClasses compiled into the plan
     nap_backend.py  their Pulumi resources (imported only by the Pulumi program)
     prices.py   the price feed of `gpustack catalog refresh`
+    snapshot.py  the reader of its source snapshots for `make catalog SOURCES=DIR` (data/azure.csv)
 """
 
 from gpustack.clouds.azure.facts import AKS

@@ -28,8 +28,11 @@ RESERVABLE_GPU_SERIES = {
 # (MicrosoftDocs/azure-compute-docs@3caaa8125548275578925a0afd10d178fae3b057
 # articles/virtual-machines/spot-vms.md). A size runs as Spot in a region when it has a Spot meter
 # there: the catalog's Azure rows are built from Azure's retail prices, Spot meters included, so a
-# row without a spot price has no known meter and is not planned as Spot.
+# row without a spot price has no known meter and is not planned as Spot. The exception is a row whose
+# note says its source lists no Spot meters for the region at all (an on-demand-only price table):
+# there Spot is unknown, not refused, and the planner prices it at on-demand with a warning.
 SPOT_SOURCE = "https://learn.microsoft.com/azure/virtual-machines/spot-vms"
+SPOT_UNKNOWN = "no Spot price in the sources for this region"  # written by snapshot.py, read here
 _NEVER_SPOT = re.compile(r"Standard_B\w*|\w*_Promo")
 
 
@@ -40,10 +43,10 @@ def reservation_refusal(size: str) -> str | None:
             f"{', '.join(RESERVABLE_GPU_SERIES)}; ND-series and NCads H100 v5 are not; {CAPACITY_RESERVATION_SOURCE})")
 
 
-def spot_refusal(size: str, region: str, spot_price: float | None) -> str | None:
+def spot_refusal(size: str, region: str, spot_price: float | None, note: str = "") -> str | None:
     if _NEVER_SPOT.fullmatch(size):
         return f"Azure does not sell B-series or promo sizes such as {size} as Spot ({SPOT_SOURCE})"
-    if spot_price is None:
+    if spot_price is None and SPOT_UNKNOWN not in note:
         return (f"no Azure Spot meter is known for {size} in {region} (the catalog, built from Azure's retail "
                 f"prices, has no Spot price for it; {SPOT_SOURCE})")
     return None

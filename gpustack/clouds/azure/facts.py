@@ -15,6 +15,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed
 from gpustack.clouds.azure import acceptance
 from gpustack.clouds.base import Cloud, ExampleTarget, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
+from gpustack.clouds.kubelet import KubeletReservation
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -81,6 +82,44 @@ MAX_TAGS = 50
 GPU_LABEL = "kubernetes.azure.com/accelerator"
 GPU_LABEL_VALUE = "nvidia"
 
+# The SKUs the autoscaler predicts the GPU label for on a template (kubernetes/autoscaler at
+# 55c37cd5eb550756c5ccc5a89e9068d77797e575, cluster-autoscaler/cloudprovider/azure/azure_instance_gpu_sku.go,
+# NvidiaEnabledSKUs; isNvidiaEnabledSKU lowercases and drops "_promo"). azure_template.go (buildNodeFromTemplate,
+# lines 331-373) takes a template's labels from the pool's own labels when it is given any (InputLabels) and from
+# the scale set's node-template tags only otherwise, then adds GPULabel for these SKUs. The upstream VMSS path
+# passes no labels (azure_scale_set.go:939, so gpustack's tag is read); where labels come from the pool, a SKU
+# outside the list has no GPU label at zero. The label cannot be declared in the pool's nodeLabels: AKS refuses
+# the kubernetes.azure.com prefix there ("The 'kubernetes.azure.com' prefix is preserved by aks system labels",
+# the API's answer quoted in ams0/aks-nvme-ssd-provisioner#5), so such pools are warned.
+NVIDIA_ENABLED_SKUS = frozenset({
+    "standard_nc6", "standard_nc12", "standard_nc24", "standard_nc24r", "standard_nv6", "standard_nv12",
+    "standard_nv12s_v3", "standard_nv24", "standard_nv24s_v3", "standard_nv24r", "standard_nv48s_v3", "standard_nd6s",
+    "standard_nd12s", "standard_nd24s", "standard_nd24rs", "standard_nc6s_v2", "standard_nc12s_v2", "standard_nc24s_v2",
+    "standard_nc24rs_v2", "standard_nc6s_v3", "standard_nc12s_v3", "standard_nc24s_v3", "standard_nc24rs_v3",
+    "standard_nd40s_v3", "standard_nd40rs_v2", "standard_nc4as_t4_v3", "standard_nc8as_t4_v3", "standard_nc16as_t4_v3",
+    "standard_nc64as_t4_v3", "standard_nd96asr_v4", "standard_nd112asr_a100_v4", "standard_nd120asr_a100_v4",
+    "standard_nd96amsr_a100_v4", "standard_nd112amsr_a100_v4", "standard_nd120amsr_a100_v4", "standard_nc24ads_a100_v4",
+    "standard_nc48ads_a100_v4", "standard_nc96ads_a100_v4"})
+
+
+def gpu_label_predicted(size: str) -> bool:
+    """Whether the autoscaler adds the GPU label to a template of VM size `size` itself (isNvidiaEnabledSKU)."""
+    return size.lower().removesuffix("_promo") in NVIDIA_ENABLED_SKUS
+
+
+# What the AKS node image keeps of a node (https://learn.microsoft.com/en-us/azure/aks/node-resource-reservations,
+# "CPU reservations" and "Memory reservations", AKS 1.29 and later): kube-reserved CPU by a table of core counts
+# (60, 100, 140, 180, 260, 420, 740 millicores for 1-64 cores; a node between two counts takes the larger
+# count's, above 64 the last); kube-reserved memory the lesser of 20 MB x max pods + 50 MB and 25% of the
+# node's memory; eviction at memory.available < 100Mi. Max pods is the cluster's: gpustack assumes the
+# largest default (250, Azure CNI Overlay: https://learn.microsoft.com/en-us/azure/aks/azure-cni-overlay), so
+# the reservation is never under-counted.
+AKS_MAX_PODS = 250
+KUBELET_RESERVATION = KubeletReservation(
+    cpu_tiers=(), cpu_steps=((1, 0.06), (2, 0.1), (4, 0.14), (8, 0.18), (16, 0.26), (32, 0.42), (64, 0.74)),
+    memory_mib_per_pod=20, memory_mib_base=50, default_max_pods=AKS_MAX_PODS, memory_cap_fraction=0.25,
+    source="https://learn.microsoft.com/en-us/azure/aks/node-resource-reservations")
+
 
 def gpu_instance_profile(shape_key: str) -> str | None:
     """MIG1g ... MIG7g for a generic profile shape (1g, 2g, ...); None when AKS has no such value."""
@@ -106,6 +145,7 @@ def agent_pool_enums(pool: Pool) -> dict[str, str | None]:
 @CLOUDS.register
 class AKS(Cloud):
     name = "azure"
+    kubelet_reservation = KUBELET_RESERVATION
     aliases = ("aks",)
     display_name = "AKS"
     # The generated preview job logs in as a Reader identity by OIDC (a federated credential whose
@@ -192,7 +232,7 @@ class AKS(Cloud):
         if capacity == "reserved":
             return acceptance.reservation_refusal(row.name)
         if capacity == "spot":
-            return acceptance.spot_refusal(row.name, row.region, row.spot)
+            return acceptance.spot_refusal(row.name, row.region, row.spot, row.note)
         return None
 
     def mig_profiles(self, gpu: str, mig_profiles: tuple[str, ...]) -> tuple[str, ...]:
@@ -211,6 +251,17 @@ class AKS(Cloud):
         return [f"label {key!r} becomes an Azure tag, and tag names cannot contain any of "
                 f"{' '.join(TAG_NAME_FORBIDDEN)} (https://learn.microsoft.com/en-us/azure/"
                 "azure-resource-manager/management/tag-resources#limitations); use a key without them"]
+
+    def template_gap(self, pool: Pool) -> str | None:
+        gap = super().template_gap(pool)
+        if gap is not None or gpu_label_predicted(pool.instance_type) or not pool.gpus_per_node:
+            return gap
+        return (f"at zero nodes an autoscaler that takes the agent pool's own labels (azure_template.go, "
+                f"buildNodeFromTemplate) adds the GPU label {GPU_LABEL} only for the SKUs of its NvidiaEnabledSKUs list "
+                f"(azure_instance_gpu_sku.go), which lacks {pool.instance_type}; AKS refuses that label in nodeLabels, so "
+                "gpustack declares it as the node-template tag only, read where templates come from the scale set's tags "
+                "(the upstream autoscaler's VMSS path); keep one node if the autoscaler of the cluster takes the pool's "
+                "labels")
 
     # The autoscaler's GPU label (GPULabel in cloudprovider/azure/azure_cloud_provider.go), which AKS puts
     # on GPU nodes itself (a reserved label: https://learn.microsoft.com/en-us/azure/aks/use-labels).

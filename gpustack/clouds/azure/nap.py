@@ -96,9 +96,13 @@ OS_DISK_GB = (30, 2048)
 # 2% of the next two, 1% above; memory by the same brackets as the tiered formula (25% of the first
 # 4 GiB, 20% of the next 4, 10% of the next 8, 6% up to 128 GiB, 2% above); no system-reserved; hard
 # eviction at 750Mi. Planning with it sizes pools so NAP's simulation fits the pods too.
+# Before both it takes vmMemoryOverheadPercent (default 0.075) off the SKU's memory (INSTANCE_TYPE_SOURCE,
+# CalculateMemoryWithoutOverhead; pkg/operator/options/options.go, vm-memory-overhead-percent); the
+# kube-reserved brackets apply to the SKU's full memory (KubeReservedResources(sku.VCPU(), sku.Memory())).
 KUBELET_RESERVATION = KubeletReservation(
     cpu_tiers=((1, 0.06), (1, 0.04), (2, 0.02), (float("inf"), 0.01)), memory_tiers=MEMORY_TIERS,
-    eviction_gib=750 / 1024, source=f"{INSTANCE_TYPE_SOURCE} (KubeReservedResources, EvictionThreshold)")
+    eviction_gib=750 / 1024, vm_memory_overhead=0.075,
+    source=f"{INSTANCE_TYPE_SOURCE} (KubeReservedResources, EvictionThreshold, CalculateMemoryWithoutOverhead)")
 
 # No reserved capacity: the capacity-type values above, and the AKSNodeClass has no capacity reservation
 # group field (NODECLASS_CRD), so a floor cannot launch into a reservation.

@@ -9,6 +9,7 @@
     compute_class.py  the `compute-class` provisioner: ComputeClasses whose priorities are the pools
     compute_class_backend.py  their Pulumi resources (imported only by the Pulumi program)
     prices.py   the price feed of `gpustack catalog refresh`
+    snapshot.py  the reader of its source snapshots for `make catalog SOURCES=DIR` (data/gcp.csv)
 """
 
 from gpustack.clouds.gcp.facts import GKE

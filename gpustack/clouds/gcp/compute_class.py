@@ -19,10 +19,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gpustack.clouds.base import CLASS_PRIORITIES, FallbackMechanism, Feature
+from gpustack.clouds.base import CLASS_PRIORITIES, FallbackMechanism, Feature, FloorUpgradeRule
 from gpustack.clouds.gcp import facts
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.model import CompiledPool
+from gpustack.spec.model import HOURS_PER_MONTH
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
@@ -141,6 +142,26 @@ class ComputeClasses(Provisioner):
         "GKE updates the ComputeClass in place: the nodes it creates from now on follow the change, running nodes "
         "keep their configuration and their pods until consolidation (or, in a spot-first class, active migration "
         f"to a higher priority) removes them; no node pool is recreated and no node drained for it ({ABOUT})")
+
+    @property
+    def floor_upgrade_rule(self) -> FloorUpgradeRule | None:
+        """None: a ComputeClass has no upgrade settings (REFERENCE); its auto-created node pools upgrade with the
+        cluster's node auto-provisioning defaults, which gpustack neither declares nor sees."""
+        return None
+
+    def floor_gap(self, pool: Pool) -> str | None:
+        if not (pool.role == "floor" and pool.reserved_nodes):
+            return None
+        headroom = pool.price.usd_per_node_hour * HOURS_PER_MONTH
+        return (f"pool {pool.name!r}: a ComputeClass has no upgrade settings ({REFERENCE}); GKE upgrades the node pools "
+                "it creates with the cluster's node auto-provisioning defaults (surge 1 unless set), and every node it "
+                "creates, surge nodes too, must fit a Specific reservation (https://cloud.google.com/kubernetes-engine/"
+                f"docs/how-to/node-upgrades-quota), so in a reservation of exactly {pool.reserved_nodes} node(s) a surge "
+                "upgrade fails and is retried; set the cluster's auto-provisioning upgrade settings to maxSurge 0, "
+                "maxUnavailable 1 (Terraform google_container_cluster cluster_autoscaling.auto_provisioning_defaults."
+                f"upgrade_settings), or reserve one node more (${pool.price.usd_per_node_hour:,.2f} an hour, ${headroom:,.2f} "
+                "a month); the plan has no upgrade settings "
+                "for it")
 
     def compile(self, pool: Pool, target: Target) -> ClassPool:
         mode = pool.sharing.mode

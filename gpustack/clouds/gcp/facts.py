@@ -28,6 +28,9 @@ ACCELERATOR_TYPES = {
     "H100": "nvidia-h100-80gb",
     "H200": "nvidia-h200-141gb",
     "B200": "nvidia-b200",
+    # G4 machines; the name `gcloud compute accelerator-types list` gives (Cyclenerd/google-cloud-pricing-
+    # cost-calculator tools/acceleratortypes.csv @ fd66b26f, 2026-07-30), already among ACCELERATORS
+    "RTX-PRO-6000": "nvidia-rtx-pro-6000",
 }
 # A3 Mega machines carry the same H100 under another accelerator type (_GKE_GPUS).
 ACCELERATOR_BY_MACHINE_PREFIX = {"a3-megagpu": "nvidia-h100-mega-80gb"}
@@ -44,8 +47,7 @@ _PARTITION_SIZES = {
 
 
 # Every accelerator type above, plus those of GPUs the catalog does not carry yet (_GKE_GPUS).
-ACCELERATORS = frozenset({*ACCELERATOR_TYPES.values(), *ACCELERATOR_BY_MACHINE_PREFIX.values(),
-                          "nvidia-gb200", "nvidia-rtx-pro-6000"})
+ACCELERATORS = frozenset({*ACCELERATOR_TYPES.values(), *ACCELERATOR_BY_MACHINE_PREFIX.values(), "nvidia-gb200"})
 
 _GKE_API = "https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/NodeConfig"
 # GPUSharingConfig.gpuSharingStrategy (_GKE_API; GPU_SHARING_STRATEGY_UNSPECIFIED left out).

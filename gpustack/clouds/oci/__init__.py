@@ -8,6 +8,7 @@
     karpenter.py  Oracle's Karpenter provider (KPO): a NodePool and an OCINodeClass per pool
     karpenter_backend.py  their Pulumi declaration, and the floors' capacity reservations
     prices.py   the price feed of `gpustack catalog refresh`
+    snapshot.py  the reader of its source snapshots for `make catalog SOURCES=DIR` (data/oci.csv)
 """
 
 from gpustack.clouds.oci.facts import OKE

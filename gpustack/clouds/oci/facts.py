@@ -159,10 +159,16 @@ class OKE(Cloud):
     # The OCI provider has no GPU label (GPULabel() returns "" in cloudprovider/oci/nodepools/
     # oci_cloud_provider.go) and builds the template of a pool at zero from the shape, the pool's
     # initial node labels and the taints of its `kubelet-extra-args` metadata only (oci_manager.go,
-    # buildNodeFromTemplate; registered_taints.go): no extended resources.
-    template_resources_gap = ("OCI's node-pool template takes its resources from the shape alone ("
-                              "kubernetes/autoscaler cluster-autoscaler/cloudprovider/oci/nodepools/oci_manager.go, "
-                              "buildNodeFromTemplate)")
+    # buildNodeFromTemplate; registered_taints.go): no extended resources. Checked again at kubernetes/autoscaler
+    # 55c37cd5eb550756c5ccc5a89e9068d77797e575 (2026-08-22): the only freeform tag buildNodeFromTemplate reads is
+    # cluster-autoscaler/node-ephemeral-storage (nodepools/consts/annotations.go, EphemeralStorageSize); the
+    # node-template tags for OKE node pools (labels, taints, resources) are kubernetes/autoscaler#9869, open and not
+    # merged, so no autoscaler release, and no OKE add-on built on one, reads them: gpustack declares none.
+    template_resources_gap = ("OCI's node-pool template takes its resources from the shape alone (kubernetes/autoscaler "
+                              "55c37cd5eb550756c5ccc5a89e9068d77797e575, cluster-autoscaler/cloudprovider/oci/nodepools/"
+                              "oci_manager.go, buildNodeFromTemplate: of the freeform tags only cluster-autoscaler/"
+                              "node-ephemeral-storage; node-template resource tags are the unmerged kubernetes/autoscaler"
+                              "#9869)")
     # Reserved floors: node cycling with maximumSurge 0 and maximumUnavailable 1 replaces one node at a
     # time without an extra instance (defaults: surge 1, unavailable 0).
     floor_upgrade = FloorUpgradeRule(

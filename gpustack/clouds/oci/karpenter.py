@@ -248,7 +248,7 @@ class OKEKarpenter(KarpenterProvisioner):
         return [f"Oracle's Karpenter provider (KPO) {RELEASE}, on Karpenter {CORE_RELEASE}, provisions the pools: one "
                 "NodePool and OCINodeClass each, spot (preemptible) tried before on-demand by spec.weight, nodes on the "
                 "pinned settings.image_id; a new image, subnet or compartment drifts the nodes, replaced within each "
-                f"NodePool's disruption budgets ({DRIFT}); docs/karpenter.md says what the cluster needs (KPO's Helm "
+                f"NodePool's disruption budgets ({DRIFT}), reserved floors excepted (their floor-upgrade warnings); docs/karpenter.md says what the cluster needs (KPO's Helm "
                 "chart, its workload-identity policies and the nodes' dynamic group)."]
 
 

@@ -1,0 +1,144 @@
+"""`make catalog SOURCES=DIR`: the bundled per-cloud files rebuilt from source snapshots (small fixture
+snapshots in the sources' own formats here), deterministically, with the moves printed."""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpustack.catalog.feeds import RefreshError
+from gpustack.catalog.importer import main, rebuild
+from gpustack.catalog.rows import InstanceType
+from gpustack.clouds.aws.snapshot import _pick
+
+SOURCES = Path(__file__).parent / "fixtures" / "catalog_sources"
+
+
+def rows_of(path: Path) -> dict[tuple[str, str], dict[str, str]]:
+    return {(r["region"], r["instance_type"]): r for r in csv.DictReader(path.open(encoding="utf-8"))}
+
+
+@pytest.fixture()
+def built(tmp_path):
+    lines = rebuild(SOURCES, tmp_path)
+    return tmp_path, "\n".join(lines)
+
+
+def test_aws_spot_is_the_lowest_regional_zone_price_without_placeholders_or_local_zones(built):
+    data, out = built
+    rows = rows_of(data / "aws.csv")
+    g5 = rows[("eu-west-1", "g5.2xlarge")]
+    # euw1-az3's 1.35296 equals on-demand: a placeholder, not a price; az2 is the lowest real one
+    assert (g5["gpu"], g5["gpus"], g5["vcpus"], g5["memory_gib"]) == ("A10G", "1", "8", "32")
+    assert (g5["on_demand_usd"], g5["spot_usd"], g5["source"], g5["as_of"]) == ("1.35296", "0.6179", "skypilot-aws-v8",
+                                                                                "2025-11")
+    west = rows[("us-west-2", "g5.xlarge")]
+    assert west["spot_usd"] == "0.45" and "usw2-az1" in west["note"]  # the Local Zone's 0.31 is left out
+    p4d = rows[("us-west-2", "p4d.24xlarge")]
+    assert (p4d["gpu"], p4d["source"]) == ("A100-40GB", "skypilot-aws-v8")  # SkyPilot's "A100" is the 40 GB part
+    assert ("us-west-2", "g4ad.xlarge") not in rows and ("us-west-2", "g6f.large") not in rows  # AMD; a fraction
+    assert "accelerators the catalog has no GPU model for (left out): Radeon Pro V520" in out
+    assert "fractional-GPU types (left out): g6f.large" in out
+    assert "types with no on-demand price in the source (left out): p5e.48xlarge" in out
+
+
+def test_gcp_rows_are_priced_machines_in_the_regions_compute_engine_lists_them_in(built):
+    data, out = built
+    rows = rows_of(data / "gcp.csv")
+    g2 = rows[("us-central1", "g2-standard-4")]
+    assert (g2["gpu"], g2["gpus"], g2["vcpus"], g2["memory_gib"], g2["source"], g2["as_of"]) == (
+        "L4", "1", "4", "16", "cyclenerd-gcp-pricing-2026-07", "2026-07-30")
+    assert (g2["on_demand_usd"], g2["spot_usd"]) == ("0.70683", "0.39734")  # hour and hour_spot, rounded to 5 decimals
+    assert ("africa-south1", "g2-standard-4") not in rows  # priced there, but not offered there
+    assert rows[("europe-west4", "g2-standard-8")]["spot_usd"] == ""  # a spot figure equal to on-demand
+    a3 = rows[("us-east4", "a3-highgpu-8g")]
+    assert (a3["gpu"], a3["gpus"], a3["memory_gib"]) == ("H100", "8", "1872")
+    g4 = rows[("us-central1", "g4-standard-48")]
+    assert (g4["gpu"], g4["gpus"]) == ("RTX-PRO-6000", "1")
+    assert "fractional-GPU machine types (left out): g4-standard-12" in out  # an eighth of a GPU
+    # n1 + T4 is not priced by the snapshot: the bundled rows stay, with their own source and date
+    t4 = rows[("us-central1", "n1-standard-4")]
+    assert (t4["gpu"], t4["source"], t4["as_of"]) == ("T4", "skypilot-gcp-v8", "2025-09")
+    assert "bundled rows kept" in out and "n1-standard-4" in out
+
+
+def test_azure_takes_the_newer_snapshot_where_two_overlap_and_marks_spot_unknown_elsewhere(built):
+    data, out = built
+    rows = rows_of(data / "azure.csv")
+    t4 = rows[("westeurope", "Standard_NC4as_T4_v3")]
+    # matched by name ("NC4as T4 v3"); the Windows Spot item and E20as v6 (same price) are not taken
+    assert (t4["on_demand_usd"], t4["spot_usd"], t4["source"], t4["as_of"]) == (
+        "0.658", "0.457113", "azure-pricing-radar-2026-08", "2026-08-22")
+    assert rows[("westeurope", "Standard_NC24ads_A100_v4")]["spot_usd"] == "1.097295"
+    east = rows[("eastus", "Standard_NC8as_T4_v3")]
+    assert (east["on_demand_usd"], east["spot_usd"], east["source"]) == ("0.752", "", "azure-karpenter-prices-2026-06")
+    assert east["note"] == "no Spot price in the sources for this region"
+    assert (east["gpu"], east["vcpus"], east["memory_gib"]) == ("T4", "8", "56")  # the bundled facts
+    assert ("eastus", "Standard_D2s_v5") not in rows
+    assert "without instance facts in the catalog (left out): Standard_NC8ads_A10_v4" in out
+    h200 = rows[("eastus", "Standard_ND96isr_H200_v5")]  # a size no bundled row has: facts sourced in the bundle
+    assert (h200["gpu"], h200["gpus"], h200["vcpus"], h200["memory_gib"]) == ("H200", "8", "96", "1850")
+    assert h200["note"].startswith("facts: microsoft/aspire")
+
+
+def test_every_rebuilt_row_is_dated_and_the_moves_are_printed(built):
+    data, out = built
+    assert "+ aws eu-west-1 g5.2xlarge" not in out  # the bundled catalog has it already
+    assert "- oci us-ashburn-1 BM.GPU.H100.8 (was on-demand" in out  # not in the fixture's OCI snapshot
+    assert "+ oci eu-frankfurt-1 VM.GPU3.1" not in out and "oci: wrote oci.csv: 3 rows in 2 regions" in out
+    assert "gcp: its bundle reads no snapshots" not in out and "gcp: wrote gcp.csv" in out
+    for name in ("aws.csv", "azure.csv", "oci.csv"):
+        assert all(r["as_of"] and r["source"] for r in rows_of(data / name).values())
+
+
+def test_the_same_snapshots_give_the_same_bytes(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    rebuild(SOURCES, tmp_path / "a")
+    rebuild(SOURCES, tmp_path / "b")
+    for name in ("aws.csv", "azure.csv", "oci.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_a_snapshot_folder_must_be_a_known_source_key(tmp_path):
+    shutil.copytree(SOURCES / "oci", tmp_path / "oci" / "skypilot-oci-v9")
+    with pytest.raises(RefreshError, match=re.escape("'skypilot-oci-v9' is not a source key of sources.yaml")):
+        rebuild(tmp_path, tmp_path)
+
+
+def test_a_karpenter_table_must_have_the_date_sources_yaml_gives(tmp_path):
+    folder = tmp_path / "azure" / "azure-karpenter-prices-2026-06"
+    folder.mkdir(parents=True)
+    table = (SOURCES / "azure" / "azure-karpenter-prices-2026-06" / "zz_generated.pricing.go").read_text()
+    (folder / "zz_generated.pricing.go").write_text(table.replace("2026-06-18T03", "2026-07-01T03"))
+    with pytest.raises(RefreshError, match=re.escape("generated on 2026-07-01, but sources.yaml gives")):
+        rebuild(tmp_path, tmp_path)
+
+
+def test_the_command_says_what_is_wrong_and_exits_2(tmp_path, capsys):
+    assert main([str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert main([str(SOURCES), "--check", "--data", str(tmp_path)]) == 0
+    assert "would write aws.csv" in capsys.readouterr().out and not (tmp_path / "aws.csv").exists()
+
+
+def _aws_row(source, as_of, on_demand, spot, note=""):
+    return InstanceType(cloud="aws", region="us-east-1", name="g5.xlarge", gpu="A10G", gpus=1, vcpus=4,
+                        memory_gib=16, on_demand=on_demand, spot=spot, source=source, note=note, as_of=as_of)
+
+
+def test_an_on_demand_table_confirms_an_older_on_demand_price_but_never_its_spot_price():
+    old = _aws_row("skypilot-aws-v8", "2025-11", 1.006, 0.45)
+    (kept,), _ = _pick([old, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.006, None)])
+    # same price to the cent: the spot price stays, with its own date, and the note names the confirmation
+    assert (kept.spot, kept.as_of, kept.source) == (0.45, "2025-11", "skypilot-aws-v8")
+    assert kept.note == ("on-demand confirmed by aws-karpenter-prices-2026-07 (2026-07-20), spot price and date "
+                         "of skypilot-aws-v8 (2025-11)")
+    (again,), _ = _pick([kept, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.006, None)])
+    assert again.note == kept.note  # a rebuild reading its own output says it once
+    (newer,), _ = _pick([old, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.016, None)])
+    assert (newer.on_demand, newer.spot, newer.as_of) == (1.016, None, "2026-07-20")  # a new price: no old spot
