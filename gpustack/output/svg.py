@@ -4,7 +4,7 @@ GPUs with their slices. Every chart carries a <title> and <desc> (its text alter
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gpustack.output.htmlpage import LEVEL, PALETTE, RISE, SAVING, cents, el, signed_cents
 
@@ -73,20 +73,21 @@ def waterfall(title: str, start: tuple[str, float], steps: Sequence[tuple[str, f
     return svg
 
 
-def bars(title: str, items: Sequence[tuple[str, float]], unit: str = "per month") -> ET.Element:
-    """Horizontal bars, one per item, colours cycling through the palette."""
+def bars(title: str, items: Sequence[tuple[str, float]], unit: str = "per month",
+         figure: Callable[[float], str] = cents) -> ET.Element:
+    """Horizontal bars, one per item, colours cycling through the palette; `figure` writes a value."""
     row, label_width, bar_width = 22, 300, 340
     width, height = label_width + bar_width + 110, row * max(len(items), 1) + 10
     top = max([abs(v) for _, v in items] + [1.0])
-    desc = "; ".join(f"{name} {cents(v)} {unit}" for name, v in items) or "nothing to show"
+    desc = "; ".join(f"{name} {figure(v)} {unit}" for name, v in items) or "nothing to show"
     svg = chart(width, height, title, desc)
     for i, (name, value) in enumerate(items):
         y = 5 + i * row
         svg.append(text(label_width - 6, y + 14, name if len(name) <= 46 else name[:45] + "…", "end"))
         w = abs(value) / top * bar_width
         fill = PALETTE[i % len(PALETTE)] if value >= 0 else RISE
-        svg.append(rect(label_width, y + 2, w or 1, row - 6, fill, f"{name}: {cents(value)} {unit}"))
-        svg.append(text(label_width + w + 6, y + 14, cents(value)))
+        svg.append(rect(label_width, y + 2, w or 1, row - 6, fill, f"{name}: {figure(value)} {unit}"))
+        svg.append(text(label_width + w + 6, y + 14, figure(value)))
     return svg
 
 
