@@ -92,6 +92,7 @@ def test_every_chart_has_a_text_alternative():
 def test_a_mig_node_and_a_schedule_are_drawn():
     page = render_plan_html(EXAMPLE_PLAN)
     assert "GPU 0: 3g.40gb" in page  # a MIG slice of the example's inference node
+    assert "GPU 7: whole GPU" in page  # its unpartitioned GPUs drawn whole: all 8 of a p4de.24xlarge
     assert "Mon 08:00 running" in page and "Sat 08:00 scaled to zero" in page  # the notebooks' Mon-Fri window
 
 
