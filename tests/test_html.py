@@ -13,7 +13,7 @@ from conftest import EXAMPLE, assert_golden
 from gpustack.cli import main
 from gpustack.diff import diff_plans
 from gpustack.output.html import render_diff_html, render_plan_html, week_hours
-from gpustack.output.htmlpage import cents
+from gpustack.output.htmlpage import RISE, cents
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec
 from test_diff import NEW_LABEL, OLD_LABEL, changed_example, plan
@@ -117,6 +117,10 @@ def test_diff_page_lists_the_changes_and_the_delta(example_diff):
     assert "Removed" in text and "Added" in text and "Resized in place" in text
     for t in example_diff.targets:
         assert t.name in text
+    page = render_diff_html(example_diff)
+    rising = [t.name for t in example_diff.targets if t.delta_usd > 0]
+    assert rising and all(f'fill="{RISE}"><title>{name}: +' in page for name in rising)  # a rise in vermillion
+    assert f"From {OLD_LABEL} to {NEW_LABEL}: " in text  # words keep their spaces beside an element
     sign = "+" if example_diff.delta_usd > 0 else "-"
     assert f"{sign}{cents(abs(example_diff.delta_usd))}/month" in text
 

@@ -170,7 +170,8 @@ def render_diff_html(diff: PlanDiff) -> str:
                     [(t.name, CLOUDS.get(t.cloud).display_name, t.status, cents(t.old_monthly_usd),
                       cents(t.new_monthly_usd), signed_cents(t.delta_usd), _opt(t.old_gpus), _opt(t.new_gpus),
                       str(t.count("replaced"))) for t in diff.targets], "lllnnnnnn", "Targets")
-    chart = svg.bars("Monthly cost change per target", [(t.name, t.delta_usd) for t in diff.targets], "per month")
+    chart = svg.bars("Monthly cost change per target", [(t.name, t.delta_usd) for t in diff.targets], "per month",
+                      signed_cents, changes=True)
     intro = el("p", {}, f"From {diff.old} to {diff.new}: ",
                el("strong", {}, f"{signed_cents(diff.delta_usd)}/month") if diff.changed
                else "no changes: both specs plan the same node pools at the same cost.")
@@ -186,7 +187,8 @@ def _target_diff(t: TargetDiff) -> ET.Element:
     changed = [p for p in t.pools if p.old_monthly_usd != p.new_monthly_usd]
     if changed:
         section.append(svg.bars(f"{t.name}: monthly cost change per pool",
-                                [(p.name, (p.new_monthly_usd or 0.0) - (p.old_monthly_usd or 0.0)) for p in changed]))
+                                [(p.name, (p.new_monthly_usd or 0.0) - (p.old_monthly_usd or 0.0)) for p in changed],
+                                "per month", signed_cents, changes=True))
     for kind, title in SECTIONS.items():
         pools = [p for p in t.pools if p.change == kind]
         if pools:

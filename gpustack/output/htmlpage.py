@@ -44,8 +44,13 @@ _LINE_AFTER = {"head", "meta", "title", "style", "h1", "h2", "h3", "p", "section
 
 
 def clean(value: object) -> str:
-    """A value as one line of visible text (the serialiser escapes it)."""
-    return " ".join(_INVISIBLE.sub("", str(value)).split())
+    """A value as one line of visible text (the serialiser escapes it); a space at either end stays, as it
+    separates the text from the element beside it."""
+    text = _INVISIBLE.sub("", str(value))
+    words = " ".join(text.split())
+    if not words:
+        return " " if text[:1].isspace() else ""
+    return (" " if text[:1].isspace() else "") + words + (" " if text[-1:].isspace() else "")
 
 
 def el(tag: str, attrs: Mapping[str, object] | None = None, *children: ET.Element | str | None) -> ET.Element:

@@ -74,8 +74,9 @@ def waterfall(title: str, start: tuple[str, float], steps: Sequence[tuple[str, f
 
 
 def bars(title: str, items: Sequence[tuple[str, float]], unit: str = "per month",
-         figure: Callable[[float], str] = cents) -> ET.Element:
-    """Horizontal bars, one per item, colours cycling through the palette; `figure` writes a value."""
+         figure: Callable[[float], str] = cents, changes: bool = False) -> ET.Element:
+    """Horizontal bars, one per item, colours cycling through the palette; `figure` writes a value. `changes`:
+    the values are cost changes, a rise drawn in vermillion and a saving in green."""
     row, label_width, bar_width = 22, 300, 340
     width, height = label_width + bar_width + 110, row * max(len(items), 1) + 10
     top = max([abs(v) for _, v in items] + [1.0])
@@ -85,7 +86,7 @@ def bars(title: str, items: Sequence[tuple[str, float]], unit: str = "per month"
         y = 5 + i * row
         svg.append(text(label_width - 6, y + 14, name if len(name) <= 46 else name[:45] + "…", "end"))
         w = abs(value) / top * bar_width
-        fill = PALETTE[i % len(PALETTE)] if value >= 0 else RISE
+        fill = (RISE if value > 0 else SAVING) if changes else PALETTE[i % len(PALETTE)] if value >= 0 else RISE
         svg.append(rect(label_width, y + 2, w or 1, row - 6, fill, f"{name}: {figure(value)} {unit}"))
         svg.append(text(label_width + w + 6, y + 14, figure(value)))
     return svg
