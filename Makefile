@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := stacks/gpustack.yaml
 
-.PHONY: demo test lint typecheck fmt golden templates bench-perf bench-catalog catalog clean promtool chromium
+.PHONY: demo test lint typecheck fmt golden templates bench-perf bench-catalog catalog clean promtool chromium bench-html
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpustack needs Python 3.11 or newer (set PYTHON=...)")'
@@ -73,6 +73,10 @@ templates: $(VENV)/.installed-test
 # How time and memory grow with the spec (minutes; prints a table).
 bench-perf: $(VENV)/.installed-test
 	$(BIN)/python -m benchmarks.perf
+
+# What --format html costs on the example: milliseconds and bytes per page (prints; asserts nothing).
+bench-html: $(VENV)/.installed-cli
+	$(BIN)/python -m benchmarks.html
 
 # Rebuild the bundled catalog (gpustack/catalog/data/<cloud>.csv) from source snapshots in SOURCES
 # (SOURCES/<cloud>/<source key>/...; see gpustack/catalog/data/README.md) and print the moves.

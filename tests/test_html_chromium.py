@@ -92,3 +92,17 @@ def test_a_screenshot_shows_the_charts_colours(page_file, tmp_path):
     colours = pixels(shot.read_bytes())
     assert rgb(LEVEL) in colours and rgb(SAVING) in colours  # the waterfall's levels and savings
     assert len(colours) > 50  # text, tables and bars: not a blank page
+
+
+def test_the_diff_page_opens_with_every_target_and_its_change(tmp_path):
+    from gpustack.diff import diff_plans
+    from gpustack.output.html import render_diff_html
+    from gpustack.output.htmlpage import signed_cents
+    from test_diff import NEW_LABEL, OLD_LABEL, changed_example, plan
+
+    diff = diff_plans(EXAMPLE_PLAN, plan(changed_example(), NEW_LABEL), OLD_LABEL, NEW_LABEL)
+    path = tmp_path / "diff.html"
+    path.write_text(render_diff_html(diff), encoding="utf-8")
+    dom = chromium("--dump-dom", path.as_uri()).stdout.decode()
+    for t in diff.targets:
+        assert f'id="target-{t.name}"' in dom and f"{signed_cents(t.delta_usd)}/month" in dom
