@@ -169,7 +169,6 @@ def test_a_user_catalogs_source_and_note_stay_text(tmp_path, capsys):
     catalog.write_text(HEADER + f"aws,ca-west-1,g5.xlarge,A10G,1,4,16,1.25,0.5,\"{HOSTILE}\",\"{HOSTILE}\",2026-11-20\n")
     code = main(["plan", str(calgary_spec(tmp_path)), "--catalog", str(catalog), "--format", "html"])
     out, err = capsys.readouterr()
-    if code == 0:
-        _assert_inert(out)
-    else:  # refused with a located message: nothing written
-        assert code == 2 and out == "" and "mine.csv" in err
+    assert code == 0, err
+    assert "catalog <script>alert(1)" in " ".join(parsed(out).text)  # the row's source, shown as text
+    _assert_inert(out)
