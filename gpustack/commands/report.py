@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the resolution (default 1m; the scrape interval or longer)")
     parser.add_argument("--floor-quantile", type=_quantile, default=0.95, metavar="Q",
                         help="the floor is the largest replica count run in at least this share of steps (0.95)")
-    parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    parser.add_argument("--format", choices=("table", "json", "markdown", "html"), default="table")
     parser.add_argument("--bearer-token-file", metavar="FILE", help="send 'Authorization: Bearer <its content>'")
     parser.add_argument("--header", action="append", default=[], metavar="'Name: value'",
                         help="an HTTP header for every request (repeatable), e.g. for a managed Prometheus")
@@ -85,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         from gpustack.report.markdown import render_markdown
 
         sys.stdout.write(render_markdown(report))
+    elif args.format == "html":
+        from gpustack.output.html_report import render_report_html
+
+        sys.stdout.write(render_report_html(report))
     else:
         from gpustack.report.table import render_table
 
