@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gpustack.catalog.rows import COLUMNS
 from gpustack.catalog.feeds import NetworkPages, RefreshError
 from gpustack.cli import main
 from gpustack.clouds.azure import prices as azure
@@ -89,3 +90,14 @@ def test_a_gcp_page_token_is_quoted():
     opener = Opener([{"skus": [], "nextPageToken": "a\x07b&x=1 c"}, {"skus": []}])
     gcp.refresh(NetworkPages(opener=opener), "us-central1", {})
     assert opener.asked[1].endswith("pageToken=a%07b%26x%3D1%20c")
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640])
+def test_a_refreshed_catalog_keeps_the_mode_of_the_file_it_replaces(tmp_path, capsys, mode):
+    out = tmp_path / "catalog.csv"
+    old = ",".join(COLUMNS) + "\n"  # a catalog without rows
+    out.write_text(old)
+    out.chmod(mode)
+    assert main(["catalog", "refresh", "--cloud", "azure", "--region", "eastus", "--input",
+                 str(Path(__file__).parent / "fixtures" / "prices"), "--as-of", "2026-11-30", "--out", str(out)]) == 0
+    assert out.stat().st_mode & 0o777 == mode and out.read_text() != old
