@@ -253,3 +253,9 @@ def test_large_exact_quantities_are_shown_without_float():
     assert _shown(Fraction(2**63 - 1), "cpu") == "9223372036854775807"
     assert _shown(Fraction(3, 2) * 2**30, "memory") == "1.5Gi"
     assert _shown(Fraction(1, 10), "cpu") == "0.1"
+
+
+def test_a_manifests_folder_of_too_many_documents_is_refused_before_parsing(tmp_path, capsys, monkeypatch):
+    pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n"
+    code, out = _cli(tmp_path, capsys, monkeypatch, "---\n".join([pod] * 40_000))
+    assert code == 2 and "more than 5,000 YAML documents" in out.err and "Traceback" not in out.err
