@@ -89,11 +89,17 @@ def _declare_rendered(rendered: InCluster, provider: pulumi.ProviderResource,
     declared: dict[str, pulumi.Resource] = {}
     namespaces: dict[str, pulumi.Resource] = {}
     in_namespace: dict[str, list[pulumi.Resource]] = {}
+    admission: list[pulumi.Resource] = []  # the policy and its binding sort before the RBAC they guard
     for obj in rendered.objects:  # namespaces come first in this order
         namespace = obj["metadata"].get("namespace")
         depends = [namespaces[namespace]] if namespace in namespaces else []
+        if obj["kind"] in ("Role", "RoleBinding"):
+            # `patch` on whole Jobs, CronJobs and Notebooks only once the policy limiting it is in place.
+            depends = [*depends, *admission]
         resource = _resource(obj, pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends))
         declared[f"{obj['kind']}:{resource_name(obj)}"] = resource
+        if obj["kind"] in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+            admission.append(resource)
         if obj["kind"] == "Namespace":
             namespaces[obj["metadata"]["name"]] = resource
             in_namespace.setdefault(obj["metadata"]["name"], []).append(resource)
