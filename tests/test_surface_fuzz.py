@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import copy
 import json
+import os
 import resource
 import tempfile
 import time
@@ -36,8 +37,9 @@ from strategic_merge import merge, plain_object
 from test_loader_fuzz import paths, values
 
 FIXTURES = Path(__file__).parent / "fixtures"
-EXAMPLES = 120  # per target: the suite's short bounded run (about a minute in all)
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
+# Per target: the suite's short bounded run (seconds); GPUSTACK_FUZZ_EXAMPLES=2000 for a longer one.
+EXAMPLES = int(os.environ.get("GPUSTACK_FUZZ_EXAMPLES", "120"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,  # same inputs every run
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SEEN: dict[str, dict] = collections.defaultdict(lambda: {"inputs": 0, "exits": collections.Counter(), "slowest": 0.0})
 CATALOG = load_catalog()
