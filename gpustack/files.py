@@ -54,6 +54,16 @@ def read_limited(path: str | os.PathLike[str], limit: int, what: str = "file") -
         os.close(handle)
 
 
+def _mode_for(path: Path) -> int:
+    """The permission bits of the file being replaced, or 0666 less the umask for a new one."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write `text` to `path` so that a reader sees the old file or the new one, never a part; FileRefused
     (saying why) when it cannot be written."""
@@ -63,6 +73,7 @@ def write_atomically(path: Path, text: str) -> None:
     except OSError as exc:
         raise FileRefused(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
+        os.chmod(temp, _mode_for(path))  # mkstemp makes 0600: keep the replaced file's mode, or the usual one
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
             stream.write(text)
             stream.flush()

@@ -28,7 +28,8 @@ import pulumi
 
 from gpustack.backends.base import POOL_ID, Backend, DeployContext, GpuNodePool
 from gpustack.clouds import CLOUDS
-from gpustack.errors import SpecError
+from gpustack.errors import SpecError, UsageError
+from gpustack.files import FileRefused
 from gpustack.plan import Plan, build_plan
 from gpustack.plan.model import TargetPlan
 from gpustack.spec import load_spec
@@ -43,6 +44,8 @@ def compile_target(spec_path: str | os.PathLike[str], target_name: str,
         plan = build_plan(load_spec(os.fspath(spec_path), catalogs))
     except SpecError as exc:
         raise pulumi.RunError(f"gpustack: the spec has problems:\n{exc}") from None
+    except (UsageError, FileRefused) as exc:  # a refused file or a usage error: a message, as on the CLI
+        raise pulumi.RunError(f"gpustack: {exc}") from None
     names = [t.name for t in plan.targets]
     if target_name not in names:
         raise pulumi.RunError(f"gpustack: no target {target_name!r} in {spec_path}; targets: {', '.join(names)}")

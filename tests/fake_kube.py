@@ -105,7 +105,7 @@ class FakeApi:
         name = parts[7] if len(parts) > 7 else None
         if method == "GET" and name is None:
             self.authorize("list", group, plural, None)
-            selector = urllib.parse.unquote(path.split("labelSelector=")[1])
+            selector = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)["labelSelector"][0]
             wanted = set(re.fullmatch(r"gpustack\.dev/workload in \((.*)\)", selector).group(1).split(","))
             items = [o for o in self.objects[plural] if o["metadata"]["labels"].get("gpustack.dev/workload") in wanted]
             return {"items": copy.deepcopy(items)}

@@ -102,11 +102,12 @@ NO_METER = ("cloud,region,instance_type,gpu,gpus,vcpus,memory_gib,on_demand_usd,
 
 def with_no_meter(tmp_path, workloads: list[dict]) -> str:
     (tmp_path / "meters.csv").write_text(NO_METER, encoding="utf-8")
-    return spec_text(workloads, ("azure",), catalog=str(tmp_path / "meters.csv"))
+    return spec_text(workloads, ("azure",), catalog="meters.csv")  # next to the spec (base_dir=tmp_path)
 
 
 def test_azure_spot_without_a_known_meter_falls_back_to_on_demand(tmp_path):
-    target = build_plan(load_text(with_no_meter(tmp_path, [{**TRAIN, "gpu": "H100-NVL"}]), "spec.yaml")).targets[0]
+    target = build_plan(load_text(with_no_meter(tmp_path, [{**TRAIN, "gpu": "H100-NVL"}]), "spec.yaml",
+                                  base_dir=tmp_path)).targets[0]
     assert [p.capacity for p in target.pools] == ["on-demand"]
     assert "spot-unavailable" in codes(target)
 
@@ -126,7 +127,7 @@ def test_azure_spot_with_a_meter_runs_on_spot():
 def test_azure_pinned_spot_without_a_meter_is_a_located_error(tmp_path):
     text = with_no_meter(tmp_path, [{**TRAIN, "gpu": "H100-NVL", "capacity": "spot"}])
     with pytest.raises(SpecError) as info:
-        build_plan(load_text(text, "spec.yaml"))
+        build_plan(load_text(text, "spec.yaml", base_dir=tmp_path))
     [problem] = info.value.problems
     message = str(problem)
     assert message.startswith(f"spec.yaml:{line_of(text, 'capacity: spot')}:")

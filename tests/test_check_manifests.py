@@ -7,6 +7,7 @@ import copy
 from fractions import Fraction
 import io
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -20,6 +21,8 @@ from gpustack.render.workloads import patch, wirings
 from gpustack.spec import load_spec
 from gpustack.spec.yamlsource import parse_all
 from strategic_merge import merge, plain_object, pod_labels, pod_spec
+
+ATTACKS = Path(__file__).parent / "fixtures" / "attacks"
 
 PLAN = build_plan(load_spec(EXAMPLE))
 TARGETS = [t.name for t in PLAN.targets]
@@ -232,3 +235,27 @@ def test_init_containers_and_sidecars_count_as_the_scheduler_counts_them():
 def test_a_quantity_the_api_server_refuses_is_an_error():
     [found] = _with("aws-prod", "llm-pretrain", lambda o: _resources(o, cpu="two"))
     assert found.level == ERROR and "'two' is not a Kubernetes quantity" in found.message
+
+
+@pytest.mark.parametrize("attack", ["manifests-cpu-1e400.yaml", "manifests-memory-9.9e999.yaml",
+                                    "manifests-cpu-9.9E18.yaml", "manifests-memory-99999999999Ei.yaml"])
+def test_a_quantity_the_api_server_refuses_is_a_located_error_not_a_crash(tmp_path, capsys, monkeypatch, attack):
+    """The example's patched objects with one request beyond 2^63-1 (apimachinery's bound): refused where it
+    is written; no quantity reaches float()."""
+    code, out = _cli(tmp_path, capsys, monkeypatch, (ATTACKS / attack).read_text())
+    assert code in (1, 2) and "Traceback" not in out.err
+    shown = out.out + out.err
+    assert "all.yaml:" in shown and ("not a Kubernetes quantity" in shown or "too large" in shown)
+
+
+def test_large_exact_quantities_are_shown_without_float():
+    from gpustack.guardrails.manifests import _shown
+    assert _shown(Fraction(2**63 - 1), "cpu") == "9223372036854775807"
+    assert _shown(Fraction(3, 2) * 2**30, "memory") == "1.5Gi"
+    assert _shown(Fraction(1, 10), "cpu") == "0.1"
+
+
+def test_a_manifests_folder_of_too_many_documents_is_refused_before_parsing(tmp_path, capsys, monkeypatch):
+    pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n"
+    code, out = _cli(tmp_path, capsys, monkeypatch, "---\n".join([pod] * 40_000))
+    assert code == 2 and "more than 5,000 YAML documents" in out.err and "Traceback" not in out.err

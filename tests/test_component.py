@@ -10,6 +10,8 @@ import pulumi
 import pytest
 
 from conftest import EXAMPLE, ROOT
+from gpustack.errors import UsageError
+from gpustack.files import FileRefused
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec
 from gpustack.testing import run_program
@@ -122,3 +124,20 @@ def test_main_keeps_the_urns_of_stacks_it_declared_before():
     [component] = [r for r in resources if r.type == COMPONENT]
     children = [r for r in resources if r.parent == component.urn]
     assert children and all(r.aliases for r in children), [r.name for r in children if not r.aliases]
+
+
+@pytest.mark.parametrize("raised", [UsageError("--catalog x: refused"), FileRefused("is not a regular file")])
+def test_a_usage_error_or_a_refused_file_is_a_run_error_not_a_traceback(monkeypatch, raised):
+    import gpustack.pulumi as component
+
+    def refuse(*args, **kwargs):
+        raise raised
+    monkeypatch.setattr(component, "load_spec", refuse)
+    with pytest.raises(pulumi.RunError, match=f"gpustack: {raised}"):
+        component.compile_target(EXAMPLE, "aws-prod")
+
+
+def test_an_unmergeable_live_priority_table_is_a_run_error():
+    from gpustack.backends.kubernetes import _merged
+    with pytest.raises(pulumi.RunError, match="gpustack: the cluster's k: `priorities` must map priorities"):
+        _merged([{"name": "n"}, {"priorities": "- a"}, {"metadata": {"name": "n"}, "data": {"priorities": ""}}], "k")

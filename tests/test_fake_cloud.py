@@ -136,7 +136,8 @@ def test_check_and_the_pack_pass_it_and_fail_a_spec_that_breaks_a_rule(fks, plan
     assert [name for name, _ in found if name != "node-pool-replacement"] == []
     # A notebook pool without a schedule: `gpustack check` and the pack both say so.
     doc = yaml.safe_load(SPEC.read_text())
-    doc["catalog"] = str(BUNDLE / "instances.csv")
+    (tmp_path / "instances.csv").write_bytes((BUNDLE / "instances.csv").read_bytes())
+    doc["catalog"] = "instances.csv"  # a spec's catalog lies in its folder
     del doc["workloads"][2]["schedule"]
     broken = tmp_path / "spec.yaml"
     broken.write_text(yaml.safe_dump(doc))

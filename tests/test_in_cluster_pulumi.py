@@ -64,3 +64,21 @@ def test_pulumi_declares_the_rendered_objects(target):
 def test_without_a_kubeconfig_the_in_cluster_layer_is_skipped():
     resources = run_program(str(EXAMPLE), "aws-prod")
     assert not [r for r in resources if r.type.startswith(("kubernetes:", "pulumi:providers:kubernetes"))]
+
+
+def test_the_admission_policy_comes_before_the_rbac_it_limits():
+    """A Role granting `patch` on whole Jobs, CronJobs or Notebooks waits for the ValidatingAdmissionPolicy and
+    its binding (Pulumi path), and sorts after them in rendered files: never a window with the grant alone."""
+    resources = run_program(str(EXAMPLE), "aws-prod", config=KUBECONFIG)
+    admission = {r.urn for r in resources if r.type.startswith("kubernetes:admissionregistration.k8s.io/v1:"
+                                                                "ValidatingAdmissionPolicy")}
+    assert len(admission) == 2
+    rbac = [r for r in resources if r.type in ("kubernetes:rbac.authorization.k8s.io/v1:Role",
+                                               "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")]
+    assert rbac and all(admission <= set(r.dependencies) for r in rbac)
+    from gpustack.plan import build_plan
+    from gpustack.render import in_cluster
+    from gpustack.spec import load_spec
+    plan = build_plan(load_spec(EXAMPLE))
+    kinds = [o["kind"] for o in in_cluster(plan, plan.target("aws-prod")).objects]
+    assert kinds.index("ValidatingAdmissionPolicyBinding") < kinds.index("Role")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 import yaml
@@ -185,3 +186,20 @@ def test_program_merges_into_the_live_configmap_with_a_patch(monkeypatch):
 def test_program_refuses_an_unknown_priority_expander_choice():
     with pytest.raises(Exception, match="gpustack:priorityExpander is 'merg'; expected one of create, merge"):
         run_program(str(EXAMPLE), "aws-prod", config={**KUBECONFIG, "gpustack:priorityExpander": "merg"})
+
+
+def test_a_merge_near_the_top_of_the_range_parses_again_and_stays_idempotent():
+    """An owner priority of 999999999: the merge writes priorities above it that its own parser (and the
+    next merge, and the live merge in `pulumi up`) accepts, as the autoscaler's Go int does."""
+    _, _, ours, _ = aws_case()
+    owner = (Path(__file__).parent / "fixtures" / "attacks" / "priorities-near-top.yaml").read_text()
+    once = merge_priorities(cluster_configmap(owner), ours, "existing.yaml")
+    assert max(priorities(once)) == 999999999 + 20
+    assert merge_priorities(once, ours, "existing.yaml") == once
+
+
+def test_a_merge_that_would_pass_the_largest_priority_is_refused_the_first_time():
+    _, _, ours, _ = aws_case()
+    owner = (Path(__file__).parent / "fixtures" / "attacks" / "priorities-at-the-top.yaml").read_text()
+    with pytest.raises(PriorityMergeError, match="leaves no room above it"):
+        merge_priorities(cluster_configmap(owner), ours, "existing.yaml")

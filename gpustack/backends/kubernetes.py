@@ -23,7 +23,7 @@ import pulumi_kubernetes as k8s
 from gpustack.plan.model import Plan, TargetPlan
 from gpustack.render import InCluster, autoscaling, in_cluster
 from gpustack.render.operator import HelmRelease
-from gpustack.render.priority_merge import merge_priorities
+from gpustack.render.priority_merge import PriorityMergeError, merge_priorities
 
 PROVIDER_NAME = "gpustack-kubernetes"
 # kind -> resource class; fields of the object other than apiVersion/kind become its arguments.
@@ -89,11 +89,17 @@ def _declare_rendered(rendered: InCluster, provider: pulumi.ProviderResource,
     declared: dict[str, pulumi.Resource] = {}
     namespaces: dict[str, pulumi.Resource] = {}
     in_namespace: dict[str, list[pulumi.Resource]] = {}
+    admission: list[pulumi.Resource] = []  # the policy and its binding sort before the RBAC they guard
     for obj in rendered.objects:  # namespaces come first in this order
         namespace = obj["metadata"].get("namespace")
         depends = [namespaces[namespace]] if namespace in namespaces else []
+        if obj["kind"] in ("Role", "RoleBinding"):
+            # `patch` on whole Jobs, CronJobs and Notebooks only once the policy limiting it is in place.
+            depends = [*depends, *admission]
         resource = _resource(obj, pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends))
         declared[f"{obj['kind']}:{resource_name(obj)}"] = resource
+        if obj["kind"] in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+            admission.append(resource)
         if obj["kind"] == "Namespace":
             namespaces[obj["metadata"]["name"]] = resource
             in_namespace.setdefault(obj["metadata"]["name"], []).append(resource)
@@ -128,9 +134,7 @@ def _declare_merging(rendered: InCluster, target: TargetPlan, plan: Plan, provid
     key = autoscaling.priority_configmap_key(target)
     opts = pulumi.ResourceOptions(parent=parent, provider=provider)
     live = k8s.core.v1.ConfigMap.get(f"{key}-live", key, opts=opts)
-    merged = pulumi.Output.all(live.metadata, live.data, wanted).apply(
-        lambda found: merge_priorities({"kind": "ConfigMap", "metadata": found[0], "data": found[1] or {}},
-                                       found[2], f"the cluster's {key}"))
+    merged = pulumi.Output.all(live.metadata, live.data, wanted).apply(lambda found: _merged(found, key))
     # The owner's fields stay theirs; `priorities` and gpustack's key are taken over (patchForce),
     # and kept when the stack is destroyed (removing them would leave the autoscaler with no priorities).
     metadata: pulumi.Output[Any] = wanted.apply(
@@ -191,3 +195,12 @@ def _resource(obj: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.Resou
         raise ValueError(f"{obj['kind']} {name}: a custom resource takes metadata and spec only")
     return k8s.apiextensions.CustomResource(name, api_version=obj["apiVersion"], kind=obj["kind"],
                                             metadata=fields["metadata"], spec=fields.get("spec"), opts=opts)
+
+
+def _merged(found: list[Any], key: str) -> dict[str, Any]:
+    """The live ConfigMap merged with gpustack's; a table that cannot be merged is a RunError (a message)."""
+    try:
+        return merge_priorities({"kind": "ConfigMap", "metadata": found[0], "data": found[1] or {}}, found[2],
+                                f"the cluster's {key}")
+    except PriorityMergeError as exc:
+        raise pulumi.RunError(f"gpustack: {exc}") from None

@@ -14,14 +14,17 @@ import dataclasses
 import json
 import math
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from gpustack.errors import UsageError
+from gpustack.files import FileRefused, read_limited
 
 MAX_PAGE_BYTES = 1024 * 1024 * 1024  # an AWS per-region offer file is several hundred MB
+MAX_PAGES = 2000  # pages of one stream: Azure's GPU meters of all regions are a few hundred pages of 100
 TIMEOUT_SECONDS = 120
 
 
@@ -74,12 +77,12 @@ class NetworkPages(Pages):
 
     def _read(self, first: Request, next_request: NextRequest) -> Iterator[Page]:
         request: Request | None = first
-        number = 0
+        number, seen = 0, {(first.url, first.body)}
         while request is not None:
             number += 1
             data = self.fetch(self.signer(request) if self.signer else request)
             yield Page(request.url, number, data)
-            request = next_request(data, request)
+            request = following(first, next_request(data, request), seen, number, request.url)
 
     def fetch(self, request: Request) -> Any:
         wire = urllib.request.Request(request.url, data=request.body, method=request.method,
@@ -99,6 +102,37 @@ class NetworkPages(Pages):
         if "xml" in kind:
             return raw.decode("utf-8", "replace")  # the EC2 query API answers in XML; its feed parses it
         return parse_json(raw, request.url)
+
+
+def following(first: Request, request: Request | None, seen: set[tuple[str, bytes | None]] | None,
+              number: int, where: str) -> Request | None:
+    """The next page's request, if it stays on the first request's scheme and host, was not asked for
+    before (`seen`; recorded pages are bounded by their files instead) and the stream has pages left: a page (hostile, or altered by a proxy) cannot make the refresh
+    read a local file (`file://`), another host, or loop forever."""
+    if request is None:
+        return None
+    mine = urllib.parse.urlsplit(first.url)
+    if _origin(request.url) != _origin(first.url) or any(ord(c) < 33 for c in request.url):
+        raise RefreshError(f"{where}: page {number} links to {request.url[:80]!r}, not to {mine.scheme}://{mine.netloc}: "
+                           "not followed")
+    if seen is None:
+        return request
+    if (request.url, request.body) in seen:
+        raise RefreshError(f"{where}: page {number} links to a page read before ({request.url[:80]!r}): not followed")
+    if number >= MAX_PAGES:
+        raise RefreshError(f"{where}: more than {MAX_PAGES} pages: not followed further")
+    seen.add((request.url, request.body))
+    return request
+
+
+def _origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) with the scheme's default port spelled out (Azure's links say :443)."""
+    try:
+        split = urllib.parse.urlsplit(url)
+        port = split.port or {"https": 443, "http": 80}.get(split.scheme, 0)
+    except ValueError:
+        return None
+    return (split.scheme, split.hostname or "", port) if split.scheme in ("https", "http") else None
 
 
 class RecordedPages(Pages):
@@ -135,13 +169,13 @@ class RecordedPages(Pages):
             if request is None:
                 raise RefreshError(f"{path}: page {number} of {stream!r} was never asked for: page {number - 1} has "
                                    "no link to a next page (a page left over, or the pages are out of order)")
-            try:
-                raw = path.read_bytes()
-            except OSError as exc:
-                raise RefreshError(f"{path}: cannot be read ({exc.strerror})") from None
+            try:  # the network's byte limit, regular files only (not /dev/zero, not a FIFO)
+                raw = read_limited(path, MAX_PAGE_BYTES, "recorded page (JSON)")
+            except FileRefused as exc:
+                raise RefreshError(f"{path}: {exc}") from None
             data = parse_json(raw, str(path))
             yield Page(str(path), number, data)
-            request = next_request(data, request)
+            request = following(first, next_request(data, request), None, number, str(path))
         if request is not None and self.single is None:
             raise RefreshError(f"{files[-1]}: links to a next page ({request.url}), but no recorded page "
                                f"{len(files) + 1} of {stream!r} follows it in {self.folder}")
@@ -151,6 +185,8 @@ def recorded_pages(path: Path, cloud: str, only_cloud: bool, first_stream: str) 
     """The recorded pages of `cloud` under `path`: `path/<cloud>/`, or `path` itself when it holds no cloud
     folders and one cloud is refreshed, or a single file (a page of `first_stream`) for one cloud. None
     when nothing is recorded."""
+    if path.exists() and not path.is_dir() and not path.is_file():
+        raise RefreshError(f"{path}: not a regular file or a folder (a device, FIFO or socket): give recorded pages")
     if path.is_file():
         return RecordedPages(None, single=path, single_stream=first_stream) if only_cloud else None
     if (path / cloud).is_dir():
@@ -168,6 +204,12 @@ def parse_json(raw: bytes, where: str) -> Any:
     except json.JSONDecodeError as exc:
         raise RefreshError(f"{where}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                            "a page of a price API is a JSON document") from None
+    except RecursionError:
+        raise RefreshError(f"{where}: nested too deeply to be a page of a price API") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise RefreshError(f"{where}: not a page of a price API ({str(exc)[:80]})") from None
+    except MemoryError:
+        raise RefreshError(f"{where}: too large to read as JSON") from None
 
 
 class Malformed(RefreshError):

@@ -31,6 +31,9 @@ REGION = re.compile(r"[a-z0-9][a-z0-9-]{0,62}[a-z0-9]")
 INSTANCE_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 AS_OF = re.compile(r"(19|20)\d\d-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?")
 _PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]*")
+# What a header cell must look like to be echoed (as a column name): anything else is file content.
+_COLUMN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_ -]{0,39}")
+MAX_UNKNOWN_SHOWN = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,12 +79,21 @@ def read_rows(text: str, file: str, words: Vocabulary, origin: str) -> tuple[tup
     except csv.Error as exc:
         return (), [Problem(Location(file, 1, 1), "", f"not a CSV file ({exc})")]
     header = [h.strip() for h in header]
+    if not _PRINTABLE.fullmatch("".join(header)):
+        # Not a catalog (an environment block, a binary): say so without echoing any of it.
+        return (), [Problem(Location(file, 1, 1), "", "the first line has control characters: not a catalog "
+                                                       f"CSV; its first line names the columns: {','.join(REQUIRED_COLUMNS)}")]
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     unknown = [c for c in header if c not in COLUMNS]
-    for name in unknown:
-        problems.append(Problem(Location(file, 1, _column(lines[0], header.index(name))), name,
-                                f"{show(name)} is not a catalog column{did_you_mean(name, COLUMNS)}; columns: "
-                                f"{one_of(COLUMNS)}"))
+    for name in unknown[:MAX_UNKNOWN_SHOWN]:
+        # The field slot shows only what looks like a column name; anything else stays out of the message.
+        shown = name if _COLUMN_NAME.fullmatch(name) else f"column {header.index(name) + 1}"
+        problems.append(Problem(Location(file, 1, _column(lines[0], header.index(name))), shown,
+                                f"{show(name, 40) if _COLUMN_NAME.fullmatch(name) else 'this cell'} is not a catalog "
+                                f"column{did_you_mean(name, COLUMNS)}; columns: {one_of(COLUMNS)}"))
+    if len(unknown) > MAX_UNKNOWN_SHOWN:
+        problems.append(Problem(Location(file, 1, 1), "", f"{len(unknown) - MAX_UNKNOWN_SHOWN} more unknown "
+                                                         "column(s)"))
     if missing:
         problems.append(Problem(Location(file, 1, 1), "", f"missing column(s) {one_of(missing)}; the first line "
                                                          f"names the columns: {','.join(REQUIRED_COLUMNS)}[,note,as_of]"))

@@ -107,6 +107,7 @@ def _read_manifests(path: str) -> list[Document]:
 
     if path == "-":
         text = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        _within_bounds(text, 0, 0, "<stdin>")
         return [d for d in parse_all(text, "<stdin>") if d.data is not None]
     root = Path(path)
     files = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) \
@@ -114,13 +115,34 @@ def _read_manifests(path: str) -> list[Document]:
     if not files:
         raise UsageError(f"--manifests {path}: the directory holds no .yaml or .yml file")
     documents: list[Document] = []
+    read = separators = 0
     for file in files:
         try:
             text = read_limited(file, MAX_FILE_BYTES, "manifest file")
         except FileRefused as exc:
             raise UsageError(f"--manifests {file}: {exc}") from None
+        read, separators = _within_bounds(text, read, separators, str(file))
         documents.extend(d for d in parse_all(text, str(file)) if d.data is not None)
     return documents
+
+
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # every file of a --manifests folder together
+MAX_MANIFEST_DOCUMENTS = 5000  # YAML documents in all: a team's manifests are hundreds
+
+
+def _within_bounds(text: bytes, read: int, separators: int, where: str) -> tuple[int, int]:
+    """The bytes and document separators read so far with `text`'s, or a UsageError past the bounds, counted
+    before parsing (40,000 small documents take seconds and hundreds of MB to parse)."""
+    from gpustack.errors import UsageError
+
+    read += len(text)
+    separators += text.count(b"\n---") + text.startswith(b"---")
+    if read > MAX_MANIFEST_BYTES:
+        raise UsageError(f"--manifests {where}: the manifests hold more than {MAX_MANIFEST_BYTES:,} bytes in all")
+    if separators > MAX_MANIFEST_DOCUMENTS:
+        raise UsageError(f"--manifests {where}: more than {MAX_MANIFEST_DOCUMENTS:,} YAML documents in all; check a "
+                         "team's manifests a folder at a time")
+    return read, separators
 
 
 def _run_manifests(args: argparse.Namespace) -> int:

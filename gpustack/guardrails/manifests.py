@@ -354,6 +354,8 @@ def _node_fit(obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any],
 
 def _shown(value: Fraction, resource: str) -> str:
     """A quantity for people: cores with up to three decimals, memory in GiB."""
-    if resource == "memory":
-        return f"{float(value / 2**30):.1f}Gi"
-    return f"{float(value):.3f}".rstrip("0").rstrip(".")
+    if resource == "memory":  # exact: rounded as a Fraction, never through float (which overflows)
+        tenths = round(value * 10 / 2**30)
+        return f"{tenths // 10}.{tenths % 10}Gi"
+    thousandths = round(value * 1000)
+    return f"{thousandths // 1000}.{thousandths % 1000:03d}".rstrip("0").rstrip(".")

@@ -24,21 +24,27 @@ _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
 
+# "No matter which of the three exponent forms is used, no quantity may represent a number greater than
+# 2^63-1 in magnitude" (k8s.io/apimachinery/pkg/api/resource/quantity.go, the Quantity doc comment).
+MAX_QUANTITY = Fraction(2**63 - 1)
+
+
 def parse_quantity(value: object) -> Fraction | None:
     """The quantity's exact value, or None when the API server would refuse it."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None
-    match = _QUANTITY.fullmatch(str(value))
+    text = str(value) if isinstance(value, str) or abs(value) <= MAX_QUANTITY else ""
+    match = _QUANTITY.fullmatch(text) if len(text) <= 64 else None
     if match is None:
         return None
     number = Fraction(match["number"])
     if (suffix := match["suffix"]) in _BINARY:
-        return number * Fraction(1024) ** _BINARY[suffix]
-    if suffix is not None:
-        return number * Fraction(10) ** _DECIMAL[suffix]
-    if match["exponent"] is not None:
-        return number * Fraction(10) ** int(match["exponent"])
-    return number
+        number *= Fraction(1024) ** _BINARY[suffix]
+    elif suffix is not None:
+        number *= Fraction(10) ** _DECIMAL[suffix]
+    elif match["exponent"] is not None:
+        number *= Fraction(10) ** int(match["exponent"])
+    return number if abs(number) <= MAX_QUANTITY else None
 
 
 def _list(value: Any) -> Sequence[Any]:

@@ -33,6 +33,7 @@ import os
 import re
 import ssl
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -48,6 +49,12 @@ APIS = {"deployments": "apps/v1", "statefulsets": "apps/v1", "jobs": "batch/v1",
 SCALED = ("deployments", "statefulsets")
 SUSPENDABLE = ("jobs", "cronjobs")
 ATTEMPTS = 3  # rounds while objects change under us (409 Conflict)
+MAX_ANSWER_BYTES = 2 << 20  # one answer (a list page of PAGE objects, the state ConfigMap: at most 1 MiB)
+CALL_SECONDS = 30  # one request, connecting to the last byte
+PAGE, MAX_PAGES = 100, 200  # objects per list page, pages per list
+# The API server's address as the kubelet sets it: an IPv4/IPv6 address or a DNS name, and a port.
+HOST = re.compile(r"[0-9a-fA-F:.]{2,45}|[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+PORT = re.compile(r"[1-9][0-9]{0,4}")
 # Saved counts: ASCII digits, no sign, no leading zero, at most 9 digits. str.isdigit() takes "²"
 # (which int() then refuses) and int() takes "٣", "+3", " 3" and "3_0": int() sees only what matches.
 COUNT = re.compile(r"[1-9][0-9]{0,8}")
@@ -65,6 +72,45 @@ Selection = tuple[str, str | None, str | None]  # plural, label selector, name
 
 class Conflict(Exception):
     """The object changed since it was read (HTTP 409): read again and retry."""
+
+
+def checked(item: Any) -> Json:
+    """The fields this program reads of one object from the API, each of the type it expects, or Refused:
+    a hostile or broken answer is a problem for that object only. Only these fields are kept, which
+    also bounds what a long list holds in memory."""
+    if not isinstance(item, dict):
+        raise Refused(f"not an object but a JSON {type(item).__name__}")
+    meta, spec, status = item.get("metadata"), _unset_empty(item.get("spec")), _unset_empty(item.get("status"))
+    if not isinstance(meta, dict) or not isinstance(spec, dict) or not isinstance(status, dict):
+        raise Refused("metadata, spec or status is not an object")
+    name, version, annotations = meta.get("name"), meta.get("resourceVersion"), _unset_empty(meta.get("annotations"))
+    if not isinstance(name, str) or len(name) > 253 or not NAME.fullmatch(name):
+        raise Refused(f"name {repr(name)[:60]} is not an object name")
+    if not isinstance(version, str) or not 0 < len(version) <= 128 or not isinstance(annotations, dict):
+        raise Refused(f"{name}: resourceVersion or annotations of the wrong type")
+    conditions, active = status.get("conditions") or [], status.get("active") or []
+    if not isinstance(conditions, list) or not isinstance(active, list):
+        raise Refused(f"{name}: status.conditions or status.active is not a list")
+    kept_meta: Json = {"name": name, "resourceVersion": version}
+    if STOP_ANNOTATION in annotations:
+        kept_meta["annotations"] = {STOP_ANNOTATION: annotations[STOP_ANNOTATION]}
+    return {"metadata": kept_meta, "spec": {k: spec[k] for k in ("replicas", "suspend") if k in spec},
+            "status": {"conditions": [{"type": c.get("type"), "status": c.get("status")} for c in conditions
+                                      if isinstance(c, dict)],
+                       "active": [{"name": r.get("name")} for r in active if isinstance(r, dict)]}}
+
+
+def _unset_empty(value: Any) -> Any:
+    """An absent or null field as an empty object; anything else as it is (to be type-checked)."""
+    return {} if value is None else value
+
+
+def state_data(configmap: Json) -> dict[str, Any]:
+    """The state ConfigMap's entries; a ConfigMap whose data is not a mapping is refused (never rewritten)."""
+    data = configmap.get("data") or {} if isinstance(configmap, dict) else None
+    if not isinstance(data, dict):
+        raise Refused(f"{STATE} has data of the wrong type ({type(data).__name__}): not changed")
+    return dict(data)
 
 
 def state_key(plural: str, obj: Json) -> str:
@@ -145,19 +191,58 @@ def parse_selection(text: str) -> Selection | None:
     return None
 
 
+class Refused(ValueError):
+    """An answer the program does not act on (a redirect, too large, too slow, not a JSON object)."""
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """urllib's default handler follows a redirect with the Authorization header, to any scheme and host:
+    a redirect is refused instead, so the token goes only to the origin the program was given."""
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        raise Refused(f"{req.full_url.split('?')[0]} answered a redirect ({code}): not followed")
+
+
+def send(origin: str, path: str, method: str = "GET", body: Json | None = None, headers: dict[str, str] | None = None,
+         context: ssl.SSLContext | None = None) -> Json:
+    """One request to `origin` (scheme://host:port, fixed by the caller) for `path`: no redirect followed,
+    at most MAX_ANSWER_BYTES read, within CALL_SECONDS in all, and the answer a JSON object."""
+    if not path.startswith("/") or any(c in path for c in "#\r\n\t "):
+        raise Refused(f"not a request path: {path[:80]!r}")
+    opener = urllib.request.build_opener(_NoRedirect(), urllib.request.HTTPSHandler(context=context))
+    request = urllib.request.Request(origin + path, method=method, headers=headers or {},
+                                     data=None if body is None else json.dumps(body).encode())
+    deadline = time.monotonic() + CALL_SECONDS
+    with opener.open(request, timeout=CALL_SECONDS) as response:
+        chunks, size = [], 0
+        while chunk := response.read(1 << 16):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                raise Refused(f"{path.split('?')[0]}: answer over {MAX_ANSWER_BYTES:,} bytes: not read")
+            if time.monotonic() > deadline:
+                raise Refused(f"{path.split('?')[0]}: answer not read within {CALL_SECONDS} s")
+    try:
+        answer = json.loads(b"".join(chunks))
+    except (ValueError, RecursionError):
+        raise Refused(f"{path.split('?')[0]}: answer is not JSON") from None
+    if not isinstance(answer, dict):
+        raise Refused(f"{path.split('?')[0]}: answer is a JSON {type(answer).__name__}, not an object")
+    return answer
+
+
 def call(method: str, path: str, body: Json | None = None, content_type: str = "application/json") -> Json:
     """One request to the API server, authenticated as the pod's service account."""
-    url = f"https://{os.environ['KUBERNETES_SERVICE_HOST']}:{os.environ['KUBERNETES_SERVICE_PORT']}{path}"
+    host, port = os.environ.get("KUBERNETES_SERVICE_HOST", ""), os.environ.get("KUBERNETES_SERVICE_PORT", "")
+    if not HOST.fullmatch(host) or not PORT.fullmatch(port):
+        raise Refused(f"KUBERNETES_SERVICE_HOST/PORT {host[:60]!r}:{port[:8]!r} is not a host and port")
     with open(ACCOUNT + "/token", encoding="utf-8") as f:
         token = f.read().strip()
-    request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": "Bearer " + token, "Accept": "application/json",
-                                              "Content-Type": content_type})
     context = ssl.create_default_context(cafile=ACCOUNT + "/ca.crt")
+    origin = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     try:
-        with urllib.request.urlopen(request, context=context, timeout=30) as response:
-            result: Json = json.load(response)
-            return result
+        return send(origin, path, method, body, {"Authorization": "Bearer " + token, "Accept": "application/json",
+                                                 "Content-Type": content_type}, context)
     except urllib.error.HTTPError as error:
         if error.code == 409:
             raise Conflict(path) from error
@@ -173,15 +258,42 @@ class Namespace:
     def path(self, plural: str, name: str = "") -> str:
         return f"/apis/{APIS[plural]}/namespaces/{self.namespace}/{plural}" + (f"/{name}" if name else "")
 
-    def list(self, plural: str, selector: str) -> list[Json]:
-        items: list[Json] = call("GET", f"{self.path(plural)}?labelSelector={urllib.parse.quote(selector)}")["items"]
-        return items
+    def list(self, plural: str, selector: str) -> tuple[list[Json], list[str]]:
+        """The checked objects of every page (PAGE at a time, MAX_PAGES at most, no token twice) and a
+        problem per object of the wrong shape: one bad item never hides the others."""
+        items: list[Json] = []
+        problems: list[str] = []
+        seen: set[str] = set()
+        token = ""
+        for _ in range(MAX_PAGES):
+            query = {"labelSelector": selector, "limit": str(PAGE)} | ({"continue": token} if token else {})
+            page = call("GET", f"{self.path(plural)}?{urllib.parse.urlencode(query, quote_via=urllib.parse.quote)}")
+            found = page.get("items") if isinstance(page, dict) else None
+            if not isinstance(found, list):
+                raise Refused(f"the list of {plural} has no items list")
+            for index, item in enumerate(found):
+                try:
+                    items.append(checked(item))
+                except Refused as error:
+                    problems.append(f"{plural} item {len(seen) * PAGE + index}: {error}")
+            meta = page.get("metadata")
+            following = meta.get("continue") if isinstance(meta, dict) else None
+            if not following:
+                return items, problems
+            if not isinstance(following, str) or len(following) > 8192 or following in seen:
+                raise Refused(f"the list of {plural} has a bad or repeated continue token")
+            seen.add(following)
+            token = following
+        raise Refused(f"the list of {plural} has more than {MAX_PAGES} pages of {PAGE}")
 
     def get(self, plural: str, name: str) -> Json:
-        return call("GET", self.path(plural, name))
+        return checked(call("GET", self.path(plural, name)))
 
     def patch(self, plural: str, obj: Json, suffix: str, body: Json) -> None:
-        call("PATCH", self.path(plural, obj["metadata"]["name"]) + suffix, body, "application/merge-patch+json")
+        name = obj["metadata"]["name"]
+        if not isinstance(name, str) or len(name) > 253 or not NAME.fullmatch(name):  # never a path of our making
+            raise Refused(f"{str(name)[:60]!r} is not an object name")
+        call("PATCH", self.path(plural, name) + suffix, body, "application/merge-patch+json")
 
     def state_path(self) -> str:
         return f"/api/v1/namespaces/{self.namespace}/configmaps/{STATE}"
@@ -199,7 +311,7 @@ def change_state(api: Namespace, add: dict[str, str], drop: list[str]) -> None:
         return
     for attempt in range(ATTEMPTS):
         configmap = api.read_state()
-        data = dict(configmap.get("data") or {})
+        data = state_data(configmap)
         data.update(add)
         for key in drop:
             data.pop(key, None)
@@ -234,7 +346,9 @@ def read(api: Namespace, problems: list[str], plural: str, selector: str | None,
     what = f"{plural}/{name}" if selector is None else f"{plural} ({selector})"
     try:
         if selector is not None:
-            return api.list(plural, selector)
+            objects, bad = api.list(plural, selector)
+            problems.extend(f"{what}: {problem}" for problem in bad)
+            return objects
         if not isinstance(name, str) or not NAME.fullmatch(name):
             problems.append(f"{what}: not an object name")
             return []
@@ -244,7 +358,7 @@ def read(api: Namespace, problems: list[str], plural: str, selector: str | None,
             print(f"no {plural} in this cluster's API: skipped")  # e.g. Kubeflow is not installed
             return []
         problems.append(f"{what}: {error.code} {error.reason}")
-    except (urllib.error.URLError, OSError, KeyError, TypeError) as error:
+    except (urllib.error.URLError, OSError, KeyError, TypeError, ValueError) as error:  # Refused is a ValueError
         problems.append(f"{what}: {error!r}")
     return []
 
@@ -271,7 +385,7 @@ def stop(api: Namespace, selections: list[Selection], now: str) -> int:
                 print(f"stop {plural}/{obj['metadata']['name']}" + (f": {value} -> 0" if plural in SCALED else ""))
             except Conflict:
                 conflicts += 1
-            except (urllib.error.URLError, OSError) as error:
+            except (urllib.error.URLError, OSError, ValueError) as error:  # Refused: this object only
                 failed += report([f"{plural}/{obj['metadata']['name']} failed: {error}"], "stop")
         if not conflicts:
             return failed
@@ -282,7 +396,7 @@ def start(api: Namespace, selections: list[Selection], cap: int) -> int:
     """Undo what stop did to every selected object; the number of problems."""
     reported = failed = 0
     for _ in range(ATTEMPTS):
-        state = dict(api.read_state().get("data") or {})
+        state = state_data(api.read_state())
         found, problems = gather(api, selections)
         failed = report(problems, "start")
         conflicts, drop = 0, []
@@ -301,7 +415,7 @@ def start(api: Namespace, selections: list[Selection], cap: int) -> int:
                 drop.append(key)
             except Conflict:
                 conflicts += 1  # read it again next round
-            except (urllib.error.URLError, OSError) as error:
+            except (urllib.error.URLError, OSError, ValueError) as error:  # Refused: this object only
                 failed += report([f"{plural}/{obj['metadata']['name']} failed: {error}"], "start")  # kept
         change_state(api, {}, drop)  # dropped after starting: a job killed halfway starts on its next run
         if not conflicts:
@@ -324,7 +438,7 @@ def main(argv: list[str]) -> int:
     api = Namespace(namespace)
     try:
         failed = stop(api, chosen, now_utc()) if action == "stop" else start(api, chosen, int(cap))
-    except (urllib.error.URLError, OSError, Conflict, KeyError, ValueError) as error:
+    except (urllib.error.URLError, OSError, Conflict, KeyError, ValueError) as error:  # Refused is a ValueError
         print(f"{action} in {namespace} failed: {error!r}", file=sys.stderr)
         return 1
     return 1 if failed else 0

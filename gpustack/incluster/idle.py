@@ -17,23 +17,20 @@ its ConfigMap carries beside it; both import only the standard library.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
 if __package__:  # imported as gpustack.incluster.idle (tests, renderers)
-    from gpustack.incluster.autostop import Conflict, Namespace, change_state
+    from gpustack.incluster.autostop import Conflict, Namespace, change_state, send
 else:  # run in the cluster: auto-stop's program is mounted beside this file, from the same ConfigMap
-    from autostop import Conflict, Namespace, change_state  # type: ignore[import-not-found, no-redef]
+    from autostop import Conflict, Namespace, change_state, send  # type: ignore[import-not-found, no-redef]
 
 PLURALS = ("deployments", "statefulsets")
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 URL = re.compile(r"https?://[-a-z0-9.]{1,253}(:[0-9]{1,5})?(/[-a-z0-9_.]{1,63}){0,4}")
-MAX_ANSWER_BYTES = 1 << 20
 USAGE = "usage: idle.py NAMESPACE deployments|statefulsets NAME PROMETHEUS_URL QUERY"
 
 Json = dict[str, Any]
@@ -50,10 +47,18 @@ def is_idle(answer: Any) -> bool:
 
 
 def ask_prometheus(url: str, query: str) -> Any:
-    request = urllib.request.Request(f"{url}/api/v1/query?{urllib.parse.urlencode({'query': query})}",
-                                     headers={"Accept": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read(MAX_ANSWER_BYTES))
+    """The instant query's answer: no redirect followed (the URL's scheme and host are the only ones asked),
+    bounded in bytes and time (auto-stop's `send`)."""
+    origin, base = _split(url)
+    return send(origin, f"{base}/api/v1/query?{urllib.parse.urlencode({'query': query})}",
+                headers={"Accept": "application/json"})
+
+
+def _split(url: str) -> tuple[str, str]:
+    """(scheme://host[:port], path prefix) of a URL that matched URL."""
+    scheme, _, rest = url.partition("://")
+    host, slash, path = rest.partition("/")
+    return f"{scheme}://{host}", (slash + path).rstrip("/")
 
 
 def stop(namespace: str, plural: str, name: str) -> str:

@@ -36,9 +36,11 @@ from gpustack.render.operator import HelmRelease
 KUBERNETES_VERSION = "1.31.0"
 GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every cloud
 # Apply order of the kinds gpustack emits.
-KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30, "Role": 31,
-              "RoleBinding": 32, "ValidatingAdmissionPolicy": 33,
-              "ValidatingAdmissionPolicyBinding": 34, "NetworkPolicy": 35, "CronJob": 40, "ScaledObject": 45,
+# The admission policy (and its binding) before the Role it limits: applied in order, `patch` on whole
+# Jobs, CronJobs and Notebooks is never granted while nothing limits it.
+KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30,
+              "ValidatingAdmissionPolicy": 31, "ValidatingAdmissionPolicyBinding": 32, "Role": 33,
+              "RoleBinding": 34, "NetworkPolicy": 35, "CronJob": 40, "ScaledObject": 45,
               "PrometheusRule": 50,
               # Karpenter: what its nodes offer, before the NodePool (its node class too: `kind_order`).
               "NodeOverlay": 61, "NodePool": 62}

@@ -32,7 +32,11 @@ from gpustack.spec.yamlsource import parse
 SOURCE = "https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/expander/priority/priority.go"
 OWNED_KEY = "gpustack-owned"  # gpustack's regexes of the last merge, one per line
 PRIORITIES_KEY = "priorities"
-_PRIORITY = re.compile(r"[0-9]{1,9}")  # a whole number the autoscaler's int parses on every platform
+_PRIORITY = re.compile(r"[0-9]{1,16}")  # a whole number; at most MAX_PRIORITY
+# The expander reads keys as Go ints (64-bit on the platforms its images are built for); gpustack's YAML
+# reader bounds numbers at 10^15, far above any table written by hand. A merge that would place
+# gpustack's priorities above this is refused, so what gpustack writes always parses again.
+MAX_PRIORITY = 10**15
 GAP = 10  # between the owner's highest priority, gpustack's fallback and its spot pools
 
 
@@ -55,8 +59,9 @@ def parse_priorities(text: str, where: str) -> dict[int, list[str]]:
         raise PriorityMergeError(f"{where}: `{PRIORITIES_KEY}` must map priorities to lists of regexes ({SOURCE})")
     table: dict[int, list[str]] = {}
     for key, regexes in data.items():
-        if _PRIORITY.fullmatch(key) is None or document.typed_keys.get((key,)) != "int":
-            raise PriorityMergeError(f"{where}: priority {key!r} is not a whole number from 0 to 999999999")
+        if (_PRIORITY.fullmatch(key) is None or document.typed_keys.get((key,)) != "int"
+                or int(key) > MAX_PRIORITY):
+            raise PriorityMergeError(f"{where}: priority {key[:30]!r} is not a whole number from 0 to {MAX_PRIORITY}")
         if not isinstance(regexes, list) or not all(isinstance(r, str) for r in regexes):
             raise PriorityMergeError(f"{where}: priority {key}: expected a list of regexes (strings)")
         for regex in regexes:
@@ -90,6 +95,9 @@ def merge_priorities(existing: Mapping[str, Any], rendered: Mapping[str, Any], w
         table, owned = ours, {r for regexes in ours.values() for r in regexes}
     else:
         fallback = max(FALLBACK_PRIORITY, max(theirs) + GAP)
+        if fallback + GAP > MAX_PRIORITY:  # refused now, not written and refused by the next merge
+            raise PriorityMergeError(f"{where}: the owner's highest priority {max(theirs)} leaves no room above it "
+                                     f"for gpustack's ({2 * GAP} more, at most {MAX_PRIORITY}); lower it first")
         placed = {fallback + GAP: ours.get(SPOT_PRIORITY, []), fallback: ours.get(FALLBACK_PRIORITY, [])}
         table = dict(theirs)
         for priority, regexes in placed.items():

@@ -7,6 +7,7 @@ profiles of the GPU, GPUs offered in the target's region, settings each cloud re
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path as FilePath
@@ -164,7 +165,11 @@ class _SpecReader(Reader):
         """Merge the spec's `catalog:` file, then the command line's, over the bundled catalog."""
         if written is not None:
             path = self.string(("catalog",), written)
-            if path:
+            if path and not _inside(self.base_dir, self.base_dir / path):
+                # A spec from a pull request must not read the runner's files (/proc/self/environ, ../..).
+                self.problem(("catalog",), f"{show(path)} is outside the spec's folder (after resolving links); "
+                                           "give a catalog there, or pass it with --catalog FILE")
+            elif path:
                 file = self.base_dir / path
                 merged, problems = read_catalog_file(str(file), self.catalog, shown_as=str(file))
                 missing = [p for p in problems if p.location is None]
@@ -717,3 +722,9 @@ def pinned_key(doc: Document, index: int, cloud: str) -> str:
     """The key the spec used for `cloud` in workloads[index].instance_types (a name or an alias)."""
     written = doc.data["workloads"][index]["instance_types"]
     return next((k for k in written if CLOUDS.get(k).name == cloud), cloud)
+
+
+def _inside(folder: FilePath, file: FilePath) -> bool:
+    """Whether `file`, with every link resolved, lies in `folder` (also resolved)."""
+    base = os.path.realpath(folder)
+    return os.path.commonpath([base, os.path.realpath(file)]) == base

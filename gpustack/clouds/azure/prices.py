@@ -91,7 +91,8 @@ def _read_item(item: dict[str, Any], page: Page, where: str, on_demand: dict[str
     if kind == "DevTestConsumption":
         skipped["Dev/Test"] += 1
         return
-    if item.get("isPrimaryMeterRegion") is False or float(item.get("tierMinimumUnits") or 0) > 0:
+    tier = item.get("tierMinimumUnits") or 0
+    if item.get("isPrimaryMeterRegion") is False or number(tier, page, f"{where}.tierMinimumUnits") > 0:
         return
     currency = need(item, "currencyCode", str, page, where)
     if currency != "USD":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import quote
 
 from gpustack.catalog.feeds import Malformed, NetworkPages, Page, Pages, RefreshError, Request, need
 from gpustack.catalog.refresh import FeedResult
@@ -64,7 +65,9 @@ def first_request() -> Request:
 
 def next_request(page: Any, request: Request) -> Request | None:
     token = page.get("nextPageToken") if isinstance(page, dict) else None
-    return Request(f"{ENDPOINT}?currencyCode=USD&pageSize=5000&pageToken={token}") if token else None
+    if token and not isinstance(token, str):
+        raise RefreshError(f"nextPageToken is a {type(token).__name__}, not a string")
+    return Request(f"{ENDPOINT}?currencyCode=USD&pageSize=5000&pageToken={quote(token, safe='')}") if token else None
 
 
 class _Sku:

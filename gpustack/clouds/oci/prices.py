@@ -45,7 +45,8 @@ def first_request() -> Request:
 
 
 def next_request(page: Any, request: Request) -> Request | None:
-    for link in page.get("links") or () if isinstance(page, dict) else ():
+    links = page.get("links") if isinstance(page, dict) else None
+    for link in links if isinstance(links, list) else ():  # any other shape: no next page
         if isinstance(link, dict) and link.get("rel") == "next" and isinstance(link.get("href"), str):
             return Request(urllib.parse.urljoin(request.url, link["href"]))
     return None
