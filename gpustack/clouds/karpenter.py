@@ -147,13 +147,9 @@ class KarpenterPool(CompiledPool):
         return next((r.values[0] for r in self.requirements if r.key == key and r.values), "")
 
 
-def checkpointed(pool: Pool) -> bool:
-    return dict(pool.labels).get("gpustack.dev/checkpointing") == "true"
-
-
 def unprotected_training(pool: Pool) -> bool:
     """Training or fine-tuning that cannot resume from a checkpoint: every disruption loses its progress."""
-    return pool.kind in TRAINING_KINDS and not checkpointed(pool)
+    return pool.kind in TRAINING_KINDS and not pool.checkpointed
 
 
 def disruption(pool: Pool) -> tuple[str, str, tuple[Budget, ...]]:
@@ -173,7 +169,7 @@ def disruption(pool: Pool) -> tuple[str, str, tuple[Budget, ...]]:
     if pool.kind == "inference":
         return "WhenEmpty", SERVING_EMPTY_DELAY, (Budget("1", ()),)
     # Work that restarts from a checkpoint may be moved to a cheaper node; other jobs only lose empty nodes.
-    return ("WhenEmptyOrUnderutilized" if checkpointed(pool) else "WhenEmpty"), CONSOLIDATION_DELAY, ()
+    return ("WhenEmptyOrUnderutilized" if pool.checkpointed else "WhenEmpty"), CONSOLIDATION_DELAY, ()
 
 
 def expire_after(pool: Pool) -> str:

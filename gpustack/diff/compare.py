@@ -65,7 +65,7 @@ def pool_fields(target: TargetPlan, pool: Pool) -> dict[str, str]:
         "gpus_per_node": str(pool.gpus_per_node),
         "capacity": pool.capacity + (" (fallback)" if pool.role == "fallback" else ""),
         "sharing.mode": s.mode,
-        "sharing.replicas": str(s.replicas) if s.mode in ("time-slicing", "mps") else "",
+        "sharing.replicas": str(s.replicas) if s.by_clients else "",
         "sharing.mig": " ".join(f"{g.gpus}x[" + "+".join(f"{c}x{p}" for p, c in g.layout) + "]" for g in s.mig),
         "schedule": f"{window.days} {window.hours} {window.timezone}" if window else "",
         "nodes": nodes(pool),

@@ -31,7 +31,7 @@ from gpustack.catalog import GpuModel
 from gpustack.catalog.mig import Profile
 from gpustack.clouds import Feature
 from gpustack.clouds.provisioner import Provisioner
-from gpustack.spec.model import Workload
+from gpustack.spec.model import Workload, shared_by_clients
 
 
 # Time-sliced shares of 1/TINY_SHARE_CLIENTS and below, from workloads that fill at most
@@ -56,6 +56,11 @@ class Ask:
     note: str | None = None  # a rounding the user should know about
     gap: str | None = None  # what the provisioner could not give, and what is planned instead (a warning)
     percent: int = 0  # fractional: the replica's percent of one GPU (nvidia.com/gpucores)
+
+    @property
+    def by_clients(self) -> bool:
+        """Each GPU is shared among `shares_per_gpu` clients (time-slicing, MPS)."""
+        return shared_by_clients(self.mode)
 
 
 class AskError(Exception):

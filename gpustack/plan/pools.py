@@ -210,6 +210,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provi
     if share is not None and share.note:
         notes.append(share.note)
     disk = key.disk if key.disk is not None else default_disk_gib(gpu)
+    checkpointed = key.kind in JOB_KINDS and all(d.workload.checkpointing for d in carried_demands)
     return Pool(
         name=name,
         cloud_name=cloud.pool_name(name, key.compact(), key.terse() if key.naming == "descriptive" else ()),
@@ -232,7 +233,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provi
                        d.ask.profile.name if d.ask.profile else None, d.workload.cpu, d.workload.memory_gib,
                        _placement_hours(d, key, share)) for d in carried_demands), key=lambda p: p.workload)),
         namespaces=tuple(sorted({d.workload.namespace for d in carried_demands})),
-        labels=_labels(spec, key, name, carried_demands, sharing, cloud),
+        labels=_labels(spec, key, name, carried_demands, sharing, cloud, checkpointed),
         taints=_taints(key, provisioner),
         price=price,
         hours_per_month=node_hours / nodes if nodes else 0.0,
@@ -247,6 +248,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provi
         mig_profiles=tuple(sorted({profile for group in sharing.mig for profile, _ in group.layout})),
         nvidia=_nvidia(sharing, cloud),
         provisioner=provisioner.name,
+        checkpointed=checkpointed,
     )
 
 
@@ -323,7 +325,7 @@ def _binding(gpus: PoolGpus) -> str:
 def _share_words(ask: Ask) -> str:
     if ask.mode == "mig" and ask.profile is not None:
         return f"{ask.requested_share:.3g} of a GPU as {ask.profile.name}"
-    if ask.mode in ("time-slicing", "mps"):
+    if ask.by_clients:
         return f"{ask.requested_share:.3g} of a GPU as 1/{ask.shares_per_gpu}"
     if ask.mode == "fractional":
         return f"{ask.requested_share:.4g} of a GPU as {ask.percent}%"
@@ -513,7 +515,7 @@ def _sharing(key: PoolKey, name: str, ask: Ask, packing: Packing, cloud: Cloud) 
 
 
 def _labels(spec: Spec, key: PoolKey, name: str, demands: list[Demand], sharing: Sharing,
-            cloud: Cloud) -> tuple[tuple[str, str], ...]:
+            cloud: Cloud, checkpointed: bool) -> tuple[tuple[str, str], ...]:
     labels = dict(spec.labels)
     common = None
     for demand in demands:
@@ -525,7 +527,7 @@ def _labels(spec: Spec, key: PoolKey, name: str, demands: list[Demand], sharing:
     labels[KIND_LABEL] = key.kind
     labels[POOL_LABEL] = name
     if key.kind in JOB_KINDS:
-        labels[CHECKPOINTING_LABEL] = "true" if all(d.workload.checkpointing for d in demands) else "false"
+        labels[CHECKPOINTING_LABEL] = "true" if checkpointed else "false"
     if sharing.config and sharing.mode not in cloud.native_sharing:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing.config
     if sharing.config and sharing.mode == "mig" and not cloud.native_mig_partitioning:
