@@ -95,12 +95,6 @@ def node_change(provisioner: Provisioner, field: str, old: str, new: str) -> Nod
     return provisioner.node_change(field, old, new)
 
 
-def replacing_reason(provisioner: Provisioner, field: str, old: str, new: str) -> str | None:
-    """Why `provisioner` recreates a node pool when `field` changes from `old` to `new` (None: it does not)."""
-    found = node_change(provisioner, field, old, new)
-    return found.why if found and found.kind == REPLACES_POOL else None
-
-
 def _target(old: TargetPlan | None, new: TargetPlan | None) -> TargetDiff:
     some = new or old
     assert some is not None

@@ -367,7 +367,8 @@ class _TargetPlanner:
     def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:
         name = key.name()
         try:
-            return build_pool(key, name, demands, self.spec, self.provisioner, self.catalog, self.prices)
+            return build_pool(key, name, demands, spec=self.spec, provisioner=self.provisioner, catalog=self.catalog,
+                              prices=self.prices)
         except ValueError as exc:
             first = demands[0].workload
             self.problem(first, "gpu", f"pool {name!r}: {exc}")

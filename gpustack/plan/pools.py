@@ -123,7 +123,7 @@ class Demand:
     hours: float  # monthly hours a replica runs
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Share:
     """A pool's part of a packing it shares with its sibling: a reserved floor and its on-demand burst
     are packed together at the peak, then the nodes are split between them."""
@@ -143,7 +143,7 @@ class Share:
     bounds: tuple[tuple[str, int], ...] | None = None
 
 
-def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provisioner: Provisioner,
+def build_pool(key: PoolKey, name: str, demands: list[Demand], *, spec: Spec, provisioner: Provisioner,
                catalog: Catalog, prices: PriceBook, share: Share | None = None) -> Pool:
     cloud = provisioner.cloud
     row = demands[0].row
@@ -384,17 +384,19 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     burst_required = max(0, peak.gpus_required - floor_required)
     floor_requested = ceil_bound(sum(d.part.min_replicas * d.ask.requested_share for d in floor))
     floor_bounds = tuple((name, min(value, floor_required)) for name, value in alone.bounds)
-    floor_share = Share(peak, floor_nodes, floor_nodes, floor_required, floor_lower,
-                        floor_nodes * HOURS_PER_MONTH,
-                        lambda d: d.part.min_replicas if id(d) in floors else 0,
+    floor_share = Share(packing=peak, nodes=floor_nodes, min_nodes=floor_nodes, gpus_required=floor_required,
+                        lower_bound=floor_lower, node_hours=floor_nodes * HOURS_PER_MONTH,
+                        replicas=lambda d: d.part.min_replicas if id(d) in floors else 0,
                         requested_lower_bound=min(floor_requested, floor_lower),
                         nodes_lower_bound=min(alone.nodes_lower_bound, floor_nodes), bounds=floor_bounds)
     if burst_nodes == 0:
         # The reserved nodes hold the peak: they carry every replica, and no burst pool is needed.
-        everything = Share(peak, floor_nodes, floor_nodes, peak.gpus_required, peak.lower_bound,
-                           floor_nodes * HOURS_PER_MONTH, _all_replicas,
+        everything = Share(packing=peak, nodes=floor_nodes, min_nodes=floor_nodes, gpus_required=peak.gpus_required,
+                           lower_bound=peak.lower_bound, node_hours=floor_nodes * HOURS_PER_MONTH,
+                           replicas=_all_replicas,
                            note="The reserved nodes have room for the peak as well: no on-demand burst pool.")
-        return [build_pool(floor_key, floor_name, demands, spec, provisioner, catalog, prices, everything)]
+        return [build_pool(floor_key, floor_name, demands, spec=spec, provisioner=provisioner, catalog=catalog,
+                           prices=prices, share=everything)]
     at_least = [d for d in demands if d.part.min_replicas]
     burst_min = max(0, _floor_nodes(at_least, node, gpu.mig, peak, peak.nodes) - floor_nodes) if any(
         d.part.min_replicas for d in burst) else 0
@@ -403,15 +405,18 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     # The burst's bounds are what the joint bounds leave beyond the floor's: floor + burst = joint.
     burst_lower = min(burst_required, max(0, peak.lower_bound - floor_lower))
     floor_by_name = dict(floor_bounds)
-    burst_share = Share(peak, burst_nodes, burst_min, burst_required, burst_lower, burst_nodes * hours, bursting,
+    burst_share = Share(packing=peak, nodes=burst_nodes, min_nodes=burst_min, gpus_required=burst_required,
+                        lower_bound=burst_lower, node_hours=burst_nodes * hours, replicas=bursting,
                         why="the burst above the floor on on-demand, scaled in when idle",
                         requested_lower_bound=min(burst_lower, ceil_bound(sum(
                             bursting(d) * d.ask.requested_share for d in demands))),
                         nodes_lower_bound=min(burst_nodes, max(0, peak.nodes_lower_bound - floor_nodes)),
                         bounds=tuple((name, min(burst_required, max(0, value - floor_by_name.get(name, 0))))
                                      for name, value in peak.bounds))
-    return [build_pool(floor_key, floor_name, demands, spec, provisioner, catalog, prices, floor_share),
-            build_pool(burst_key, burst_name, demands, spec, provisioner, catalog, prices, burst_share)]
+    return [build_pool(floor_key, floor_name, demands, spec=spec, provisioner=provisioner, catalog=catalog,
+                       prices=prices, share=floor_share),
+            build_pool(burst_key, burst_name, demands, spec=spec, provisioner=provisioner, catalog=catalog,
+                       prices=prices, share=burst_share)]
 
 
 def _split(floor_key: PoolKey, floor: list[Demand], burst: list[Demand], provisioner: Provisioner,
