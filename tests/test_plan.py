@@ -8,11 +8,11 @@ import random
 import pytest
 import yaml
 
-from conftest import EXAMPLE, TARGETS, assert_golden, spec_text
+from conftest import EVERY_CLOUD, EXAMPLE, TARGETS, assert_golden, spec_text
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec, load_text
 
-CLOUDS = ("aws", "azure", "gcp", "oci")
+CLOUDS = EVERY_CLOUD
 
 
 def plan_of(workloads: list[dict], clouds: tuple[str, ...] = ("aws",), **top: object):
