@@ -210,7 +210,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], *, spec: Spec, pr
     if share is not None and share.note:
         notes.append(share.note)
     disk = key.disk if key.disk is not None else default_disk_gib(gpu)
-    checkpointed = key.kind in JOB_KINDS and all(d.workload.checkpointing for d in carried_demands)
+    checkpointed = _checkpointed(key, carried_demands)
     return Pool(
         name=name,
         cloud_name=cloud.pool_name(name, key.compact(), key.terse() if key.naming == "descriptive" else ()),
@@ -250,6 +250,11 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], *, spec: Spec, pr
         provisioner=provisioner.name,
         checkpointed=checkpointed,
     )
+
+
+def _checkpointed(key: PoolKey, demands: list[Demand]) -> bool:
+    """A training or fine-tuning pool whose every workload resumes from checkpoints."""
+    return key.kind in JOB_KINDS and all(d.workload.checkpointing for d in demands)
 
 
 def check_mig_layouts(model: MigModel, sharing: Sharing, nodes: int, gpus_per_node: int,
