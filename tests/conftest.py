@@ -10,11 +10,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpustack.clouds import CLOUDS
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "stacks" / "gpustack.yaml"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
-# One valid target per cloud, in the catalog's main regions.
+# Every registered cloud, from the registry (the one list of clouds): what "on every cloud" means here.
+EVERY_CLOUD = CLOUDS.names()
+
+# One valid target per cloud, in the catalog's main regions (tests/test_cloud_lists.py: one for each
+# registered cloud).
 TARGETS = {
     "aws": {"name": "aws-t", "cloud": "aws", "region": "us-east-1", "cluster": "c1",
             "settings": {"subnet_ids": ["subnet-0a1b"]}},

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, ROOT, spec_text
+from conftest import EVERY_CLOUD, EXAMPLE, ROOT, spec_text
 from gpustack.cli import main
 
 LABELS = {"team": "ml-platform", "environment": "prod"}
@@ -45,7 +45,7 @@ def test_the_example_passes(capsys):
     assert out == "aws-prod: passes\nazure-prod: passes\ngcp-prod: passes\noci-prod: passes\n"
 
 
-@pytest.mark.parametrize("cloud", ["aws", "azure", "gcp", "oci"])
+@pytest.mark.parametrize("cloud", EVERY_CLOUD)
 def test_spot_training_without_checkpointing_is_a_valid_spec_that_check_rejects(tmp_path, capsys, cloud):
     gpu = "A10" if cloud in ("azure", "oci") else "A100-80GB"  # VM shapes that can be spot on every cloud
     spec = write(tmp_path, [{"name": "ranker", "kind": "training", "gpu": gpu, "capacity": "spot"}], (cloud,))

@@ -19,7 +19,7 @@ from cloudsim.checks import (
     upgrade_failures,
     view,
 )
-from conftest import spec_text
+from conftest import EVERY_CLOUD, spec_text
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -63,7 +63,7 @@ def specs(draw: st.DrawFn) -> list[dict]:
     return [draw(workload(i)) for i in range(draw(st.integers(1, 4)))]
 
 
-@pytest.mark.parametrize("cloud", ["aws", "azure", "gcp", "oci"])
+@pytest.mark.parametrize("cloud", EVERY_CLOUD)
 @settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.function_scoped_fixture])
 @given(workloads=specs(), data=st.data())

@@ -197,6 +197,15 @@ def test_shapley_values_add_up_to_the_total_and_round_to_it_exactly(values):
     assert all(abs(c - found[m] * 100) < 2 for c, m in zip(cents, moves))
 
 
+def test_cents_left_over_by_rounding_go_to_the_largest_remainder_then_to_the_first_step():
+    # Three equal thirds of $10: 333 cents each and one left over, which goes to the first step.
+    assert to_cents([10 / 3, 10 / 3, 10 / 3], 1000) == [334, 333, 333]
+    # Remainders .4, .6 and .1 of a cent, two cents left: the .6 step first, then the .4 one.
+    assert to_cents([1.004, 2.006, 3.001], 602) == [101, 201, 300]
+    # A sum rounded down a cent: the cent comes off the smallest remainder (the last of equal ones).
+    assert to_cents([10 / 3, 10 / 3, 10 / 3], 998) == [333, 333, 332]
+
+
 WORKLOADS = st.fixed_dictionaries({
     "kind": st.sampled_from(["training", "fine-tuning", "inference", "notebook"]),
     "gpu": st.sampled_from(["T4", "A100-80GB", "L4"]),

@@ -4,14 +4,16 @@ characters. Each is a located exit 2 and writes nothing; never exit 70."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 from pathlib import Path
 
 import pytest
+from report_answers import local_server
 
 from gpustack.catalog.rows import COLUMNS
-from gpustack.catalog.feeds import NetworkPages, RefreshError
+from gpustack.catalog.feeds import NetworkPages, RefreshError, Request
 from gpustack.cli import main
 from gpustack.clouds.azure import prices as azure
 from gpustack.clouds.gcp import prices as gcp
@@ -101,3 +103,27 @@ def test_a_refreshed_catalog_keeps_the_mode_of_the_file_it_replaces(tmp_path, ca
     assert main(["catalog", "refresh", "--cloud", "azure", "--region", "eastus", "--input",
                  str(Path(__file__).parent / "fixtures" / "prices"), "--as-of", "2026-11-30", "--out", str(out)]) == 0
     assert out.stat().st_mode & 0o777 == mode and out.read_text() != old
+
+
+class _Redirecting(http.server.BaseHTTPRequestHandler):
+    asked: list[str] = []
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.asked.append(self.path)
+        self.send_response(302 if self.path == "/prices" else 200)
+        self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}/elsewhere")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+
+def test_a_price_page_that_redirects_is_refused_and_the_target_never_asked():
+    # A redirect would carry a signed request's headers to wherever the page points.
+    _Redirecting.asked = []
+    refused = r"/prices: the server redirects \(HTTP 302\) to .*/elsewhere; redirects are refused"
+    with local_server(_Redirecting) as url, pytest.raises(RefreshError, match=refused):
+        NetworkPages().fetch(Request(f"{url}/prices", headers=(("Authorization", "signed"),)))
+    assert _Redirecting.asked == ["/prices"]

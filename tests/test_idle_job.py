@@ -50,6 +50,23 @@ def test_each_idle_workload_gets_a_job_without_keda_and_none_with_it():
         validate(obj)
 
 
+def test_the_idle_role_grants_exactly_what_the_job_calls_and_nothing_more():
+    # Least privilege: read the named workload, patch its scale subresource, keep its state in one
+    # ConfigMap. No list, no update of the workload, no other object.
+    assert of("Role", "serving", "gpustack-idle")["rules"] == [
+        {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": ["moderation"], "verbs": ["get"]},
+        {"apiGroups": ["apps"], "resources": ["deployments/scale"], "resourceNames": ["moderation"],
+         "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["gpustack-autostop-state"],
+         "verbs": ["get", "update"]},
+    ]
+    assert of("Role", "research", "gpustack-idle")["rules"][:2] == [
+        {"apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": ["notebooks"], "verbs": ["get"]},
+        {"apiGroups": ["apps"], "resources": ["statefulsets/scale"], "resourceNames": ["notebooks"],
+         "verbs": ["patch"]},
+    ]
+
+
 def test_the_network_policy_opens_the_api_server_dns_and_prometheus_only():
     policy = of("NetworkPolicy", "serving", "gpustack-idle")
     egress = policy["spec"]["egress"]

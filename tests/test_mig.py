@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpustack.catalog import load_catalog
-from gpustack.catalog.mig import MIG_MODELS, InvalidLayout
+from gpustack.catalog.mig import MIG_MODELS, InvalidLayout, MigModel, Profile, ProfileShape
 
 A100 = MIG_MODELS["A100-80GB"]
 
@@ -101,6 +101,34 @@ def test_a30_allows_one_media_instance_and_four_slices():
     assert a30.is_valid({"1g.6gb": 2, "2g.12gb+me": 1})
     assert not a30.is_valid({"1g.6gb+me": 1, "2g.12gb+me": 1})
     assert not a30.is_valid({"2g.12gb": 2, "1g.6gb": 1})
+
+
+def test_two_media_instances_never_share_a_gpu_and_the_message_says_so():
+    # The A30 has two +me profiles, each allowed once: together they fit the slices (3 of 4) but not
+    # NVIDIA's one-media-instance rule, so only that rule refuses them.
+    a30 = MIG_MODELS["A30"]
+    both = {"1g.6gb+me": 1, "2g.12gb+me": 1}
+    assert a30.slices(both) == (3, 3)
+    assert a30.place(both) is None
+    assert a30.violations(both) == ["2 +me instances: at most one per GPU"]
+    assert all(not (dict(layout).get("1g.6gb+me") and dict(layout).get("2g.12gb+me"))
+               for layout in a30.valid_layouts())
+    with pytest.raises(InvalidLayout, match=r"2 \+me instances: at most one per GPU"):
+        a30.require_valid(both)
+    assert A100.violations({"1g.10gb+me": 2, "1g.10gb": 5}) == ["2 x 1g.10gb+me: at most 1 per GPU"]
+
+
+def test_instances_whose_start_slots_collide_are_refused_in_words():
+    # A geometry whose slice totals fit but whose start slots overlap (two 4-slice instances that may
+    # both start only at slot 0): only the placement search can refuse it, and the user reads why.
+    shape = ProfileShape("4g", 3, 4, (0,), 2)
+    model = MigModel("X-80GB", 80, 7, 8, (Profile("4g.40gb", shape, 40),), "a geometry for this test")
+    assert model.slices({"4g.40gb": 2}) == (6, 8)
+    assert model.place({"4g.40gb": 2}) is None
+    assert model.violations({"4g.40gb": 2}) == ["no start slots place every instance without overlap"]
+    assert model.violations({"4g.40gb": 1}) == []
+    with pytest.raises(InvalidLayout, match="no start slots place every instance without overlap"):
+        model.require_valid({"4g.40gb": 2})
 
 
 def test_require_valid_names_every_broken_rule():

@@ -8,11 +8,11 @@ import random
 import pytest
 import yaml
 
-from conftest import EXAMPLE, TARGETS, assert_golden, spec_text
+from conftest import EVERY_CLOUD, EXAMPLE, TARGETS, assert_golden, spec_text
 from gpustack.plan import build_plan
 from gpustack.spec import load_spec, load_text
 
-CLOUDS = ("aws", "azure", "gcp", "oci")
+CLOUDS = EVERY_CLOUD
 
 
 def plan_of(workloads: list[dict], clouds: tuple[str, ...] = ("aws",), **top: object):
@@ -184,6 +184,15 @@ def test_spot_discount_and_commitment_discount_from_the_spec():
     by_capacity = {p.capacity: p for p in target.pools}
     assert by_capacity["reserved"].price.usd_per_node_hour == round(0.526 * 0.75, 6)
     assert by_capacity["spot"].price.usd_per_node_hour == round(0.526 * 0.5, 6)
+
+
+def test_spot_discount_is_the_fraction_taken_off_on_demand():
+    # 0.7 off: the spot node-hour costs 30% of on-demand (a discount of 0.5 reads the same either way).
+    train = {**TRAINING, "gpu": "T4", "gpus": 1, "replicas": 1}
+    [pool] = plan_of([train], pricing={"spot_discount": 0.7}).targets[0].pools
+    assert pool.capacity == "spot"
+    assert pool.price.usd_per_node_hour == round(0.526 * 0.3, 6) == 0.1578
+    assert pool.price.source == "on-demand x (1 - spec spot_discount 0.7)"
 
 
 def test_unit_costs_divide_the_workloads_share_of_its_pools():

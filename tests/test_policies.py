@@ -18,7 +18,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.guardrails.policy_pack import PACK_NAME, policies
 
 POLICIES = {p.name: p for p in policies()}
-CLOUD_NAMES = ("aws", "gcp", "azure", "oci")
+CLOUD_NAMES = CLOUDS.names()
 STACK = "prod"
 TEAM = {"team": "ml-platform", "environment": "prod"}
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import spec_text
+from conftest import EVERY_CLOUD, spec_text
 from gpustack.catalog import load_catalog
 from gpustack.errors import SpecError
 from gpustack.plan import build_plan
@@ -191,7 +191,7 @@ def test_gke_caps_clients_per_gpu_at_48():
     assert pool.sharing.replicas == 48 and pool.gpus.lower_bound == 2
 
 
-@pytest.mark.parametrize("cloud", ["aws", "azure", "gcp", "oci"])
+@pytest.mark.parametrize("cloud", EVERY_CLOUD)
 def test_every_pool_reports_how_it_was_packed(cloud):
     gpu = "A10" if cloud == "oci" else "T4"
     target = plan_of([notebook("nb", 0.25, 9, gpu=gpu), {"name": "t", "kind": "training", "gpu": gpu, "gpus": 1,

@@ -22,6 +22,7 @@ from typing import Any
 
 from gpustack.errors import UsageError
 from gpustack.files import FileRefused, read_limited
+from gpustack.http import no_redirects
 
 MAX_PAGE_BYTES = 1024 * 1024 * 1024  # an AWS per-region offer file is several hundred MB
 MAX_PAGES = 2000  # pages of one stream: Azure's GPU meters of all regions are a few hundred pages of 100
@@ -65,7 +66,7 @@ class Pages:
 class NetworkPages(Pages):
     def __init__(self, signer: Signer | None = None, opener: Callable[..., Any] | None = None):
         self.signer = signer
-        self.opener = opener or urllib.request.urlopen
+        self.opener = opener or no_redirects(RefreshError).open
         self._cache: dict[tuple[str, str, bytes | None], list[Page]] = {}
 
     def read(self, stream: str, first: Request, next_request: NextRequest) -> Iterator[Page]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpustack.clouds.base import NODEPOOL_WEIGHT, FallbackMechanism, FloorUpgradeRule
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.model import CompiledPool
-from gpustack.spec.model import HOURS_PER_MONTH
+from gpustack.spec.model import HOURS_PER_MONTH, JOB_KINDS
 
 if TYPE_CHECKING:
     from gpustack.catalog import InstanceType
@@ -59,9 +59,8 @@ RESTRICTED_LABELS = frozenset({"kubernetes.io/hostname"})
 OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 MAX_NAME = 63
 
-# spec.disruption.consolidationPolicy (the NodePool CRD) and the budget reasons.
+# spec.disruption.consolidationPolicy (the NodePool CRD).
 CONSOLIDATION_POLICIES = frozenset({"WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"})
-BUDGET_REASONS = frozenset({"Drifted", "Underutilized", "Empty"})
 # How long a node stays once it is empty (notebooks: a restarted notebook finds its node warm) or
 # underutilized (burst and checkpointed work: a replaced node costs a restart from the checkpoint).
 NOTEBOOK_EMPTY_DELAY = "15m"
@@ -83,7 +82,6 @@ DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 # annotation (disruption docs, "TerminationGracePeriod": "a node may be disrupted via drift even if there are
 # pods with ... the karpenter.sh/do-not-disrupt annotation").
 UNPROTECTED_GRACE_SECONDS = 600
-TRAINING_KINDS = frozenset({"training", "fine-tuning"})
 # spec.weight, 1-100, higher tried first (scheduling docs, "Weighted NodePools"): the capacity
 # reservation first, then spot, then on-demand, as Karpenter itself orders capacity types inside one
 # NodePool (reserved > spot > on-demand, NodePool docs).
@@ -147,13 +145,9 @@ class KarpenterPool(CompiledPool):
         return next((r.values[0] for r in self.requirements if r.key == key and r.values), "")
 
 
-def checkpointed(pool: Pool) -> bool:
-    return dict(pool.labels).get("gpustack.dev/checkpointing") == "true"
-
-
 def unprotected_training(pool: Pool) -> bool:
     """Training or fine-tuning that cannot resume from a checkpoint: every disruption loses its progress."""
-    return pool.kind in TRAINING_KINDS and not checkpointed(pool)
+    return pool.kind in JOB_KINDS and not pool.checkpointed
 
 
 def disruption(pool: Pool) -> tuple[str, str, tuple[Budget, ...]]:
@@ -173,7 +167,7 @@ def disruption(pool: Pool) -> tuple[str, str, tuple[Budget, ...]]:
     if pool.kind == "inference":
         return "WhenEmpty", SERVING_EMPTY_DELAY, (Budget("1", ()),)
     # Work that restarts from a checkpoint may be moved to a cheaper node; other jobs only lose empty nodes.
-    return ("WhenEmptyOrUnderutilized" if checkpointed(pool) else "WhenEmpty"), CONSOLIDATION_DELAY, ()
+    return ("WhenEmptyOrUnderutilized" if pool.checkpointed else "WhenEmpty"), CONSOLIDATION_DELAY, ()
 
 
 def expire_after(pool: Pool) -> str:
@@ -265,6 +259,10 @@ class KarpenterProvisioner(Provisioner):
                                         "which reads the pool's NodeOverlay")
     # Whether the pools get their NodeOverlay (False where the provider's Karpenter cannot read one).
     writes_overlays: ClassVar[bool] = True
+
+    def object_kinds(self) -> Mapping[str, int]:
+        # After the in-cluster layer: the node class the NodePool names, what its nodes offer, the NodePool.
+        return {self.node_class_kind: 60, "NodeOverlay": 61, "NodePool": 62}
     spot_taint = SPOT_TAINT
     # Nodes exist only for pending pods: a pool's floor is kept by its workloads' minimum replicas.
     keeps_min_nodes = False
@@ -403,7 +401,7 @@ class KarpenterProvisioner(Provisioner):
 
     def pod_protection(self, kind: str, checkpointing: bool) -> tuple[tuple[tuple[str, str], ...], int | None]:
         """Training that cannot resume: do-not-disrupt on its pods (its NodePools also never expire)."""
-        if kind in TRAINING_KINDS and not checkpointing:
+        if kind in JOB_KINDS and not checkpointing:
             return ((DO_NOT_DISRUPT, "true"),), UNPROTECTED_GRACE_SECONDS
         return (), None
 

@@ -188,6 +188,11 @@ class Provisioner:
         del pools, labels
         return ()
 
+    def object_kinds(self) -> Mapping[str, int]:
+        """The kinds `objects` and `class_objects` write, each with its place in apply order beside the
+        in-cluster layer's kinds (`gpustack.render.KIND_ORDER`; also the prefix of its file names)."""
+        return {}
+
     def compile(self, pool: Pool, target: Target) -> CompiledPool:
         """The pool as this provisioner's API spells it; called once per pool while planning."""
         raise NotImplementedError

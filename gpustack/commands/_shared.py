@@ -21,6 +21,29 @@ def add_catalog_argument(parser: argparse.ArgumentParser) -> None:
                              "those of the same cloud, region and instance type; repeat for more, the last wins)")
 
 
+def add_max_chars_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-chars", type=_positive, metavar="N",
+                        help="markdown: cut the report at a line to at most N characters, with a note "
+                             "(a pull-request comment holds at most 65,536)")
+
+
+def _positive(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 0 < int(text) <= 10_000_000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 10,000,000")
+    return int(text)
+
+
+def fit_markdown(text: str, max_chars: int | None) -> str:
+    """A Markdown report cut to `--max-chars`, or a usage error saying why it cannot be."""
+    from gpustack.errors import UsageError
+    from gpustack.output.markdown import fit
+
+    try:
+        return fit(text, max_chars)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def compile_spec(spec_path: str, catalogs: Sequence[str] = ()) -> tuple[Spec, Plan]:
     from gpustack.plan import build_plan
     from gpustack.spec import load_spec

@@ -12,21 +12,18 @@ ORDER = 30
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gpustack.commands._shared import add_catalog_argument
-
+    from gpustack.commands._shared import add_catalog_argument, add_max_chars_argument
 
     parser.add_argument("old", help="the spec before the change: a file or REF:PATH (e.g. main:stacks/gpustack.yaml)")
     parser.add_argument("new", help="the spec after the change: a file or REF:PATH")
     parser.add_argument("--target", help="only this target")
     parser.add_argument("--format", choices=("markdown", "json", "html"), default="markdown")
     add_catalog_argument(parser)
-    parser.add_argument("--max-chars", type=_positive, metavar="N",
-                        help="markdown: cut the report at a line to at most N characters, with a note "
-                             "(a pull-request comment holds at most 65,536)")
+    add_max_chars_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpustack.commands._shared import print_price_age, select_target
+    from gpustack.commands._shared import fit_markdown, print_price_age, select_target
     from gpustack.diff import diff_plans, load_plan
     from gpustack.errors import UsageError, did_you_mean
 
@@ -50,21 +47,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         from gpustack.diff.report import render_diff_markdown
 
-        sys.stdout.write(_fit(render_diff_markdown(diff), args.max_chars))
+        sys.stdout.write(fit_markdown(render_diff_markdown(diff), args.max_chars))
     return 0  # a diff is a report, not a failure
-
-
-def _positive(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or not 0 < int(text) <= 10_000_000:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 10,000,000")
-    return int(text)
-
-
-def _fit(text: str, max_chars: int | None) -> str:
-    from gpustack.errors import UsageError
-    from gpustack.output.markdown import fit
-
-    try:
-        return fit(text, max_chars)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None

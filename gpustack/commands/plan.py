@@ -11,8 +11,7 @@ ORDER = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from gpustack.commands._shared import add_catalog_argument
-
+    from gpustack.commands._shared import add_catalog_argument, add_max_chars_argument
 
     parser.add_argument("spec", help="the spec file")
     add_catalog_argument(parser)
@@ -23,13 +22,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "wider than 120 columns")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="table: one line per target (pools, GPUs, cost), for CI logs; warnings still go to stderr")
-    parser.add_argument("--max-chars", type=_positive, metavar="N",
-                        help="markdown: cut the report at a line to at most N characters, with a note "
-                             "(a pull-request comment holds at most 65,536)")
+    add_max_chars_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpustack.commands._shared import compile_spec, print_warnings, select_target
+    from gpustack.commands._shared import compile_spec, fit_markdown, print_warnings, select_target
 
     _, plan = compile_spec(args.spec, args.catalog)
     plan = select_target(plan, args.target)
@@ -39,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         from gpustack.output.markdown import render_markdown
 
-        sys.stdout.write(_fit(render_markdown(plan), args.max_chars))
+        sys.stdout.write(fit_markdown(render_markdown(plan), args.max_chars))
     elif args.format == "html":
         from gpustack.output.html import render_plan_html
 
@@ -53,19 +50,3 @@ def run(args: argparse.Namespace) -> int:
 
         sys.stdout.write(render_table(plan, wide=args.wide))
     return 0
-
-
-def _positive(text: str) -> int:
-    if not text.isascii() or not text.isdigit() or not 0 < int(text) <= 10_000_000:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 10,000,000")
-    return int(text)
-
-
-def _fit(text: str, max_chars: int | None) -> str:
-    from gpustack.errors import UsageError
-    from gpustack.output.markdown import fit
-
-    try:
-        return fit(text, max_chars)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None

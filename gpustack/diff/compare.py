@@ -65,7 +65,7 @@ def pool_fields(target: TargetPlan, pool: Pool) -> dict[str, str]:
         "gpus_per_node": str(pool.gpus_per_node),
         "capacity": pool.capacity + (" (fallback)" if pool.role == "fallback" else ""),
         "sharing.mode": s.mode,
-        "sharing.replicas": str(s.replicas) if s.mode in ("time-slicing", "mps") else "",
+        "sharing.replicas": str(s.replicas) if s.by_clients else "",
         "sharing.mig": " ".join(f"{g.gpus}x[" + "+".join(f"{c}x{p}" for p, c in g.layout) + "]" for g in s.mig),
         "schedule": f"{window.days} {window.hours} {window.timezone}" if window else "",
         "nodes": nodes(pool),
@@ -93,12 +93,6 @@ def node_change(provisioner: Provisioner, field: str, old: str, new: str) -> Nod
     if field == "settings.provisioner":
         return NodeChange(REPLACES_POOL, PROVISIONER)
     return provisioner.node_change(field, old, new)
-
-
-def replacing_reason(provisioner: Provisioner, field: str, old: str, new: str) -> str | None:
-    """Why `provisioner` recreates a node pool when `field` changes from `old` to `new` (None: it does not)."""
-    found = node_change(provisioner, field, old, new)
-    return found.why if found and found.kind == REPLACES_POOL else None
 
 
 def _target(old: TargetPlan | None, new: TargetPlan | None) -> TargetDiff:

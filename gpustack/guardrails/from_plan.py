@@ -9,8 +9,7 @@ from __future__ import annotations
 import dataclasses
 from gpustack.guardrails.view import CHECKPOINTING_LABEL, SPOT, PoolView, Taint
 from gpustack.plan.model import Plan, Pool, TargetPlan
-
-_JOB_KINDS = ("training", "fine-tuning")
+from gpustack.spec.model import JOB_KINDS
 
 
 def _workloads(view: PoolView) -> str:
@@ -31,7 +30,7 @@ class SpecSpelling:
         return f"{capacity} capacity (`capacity: {capacity}` on {_workloads(view)})"
 
     def checkpointing(self, view: PoolView) -> str | None:
-        return f"set `checkpointing: true` on {_workloads(view)}" if view.kind in _JOB_KINDS else None
+        return f"set `checkpointing: true` on {_workloads(view)}" if view.kind in JOB_KINDS else None
 
     def labels(self, view: PoolView, keys: list[str]) -> str:
         if any(key in view.label_conflicts for key in keys):

@@ -303,7 +303,7 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
                 f"refuse leaves the job less than the {wanted_grace} s the plan gives it to write what it can",
                 f"set terminationGracePeriodSeconds: {wanted_grace}", WARNING)
     out.extend(_node_fit(obj, request, pod_spec, mine))
-    if request.checkpointing and any(p.capacity == "spot" for p in mine):
+    if dict(request.pod_labels).get(CHECKPOINTING_LABEL) == "true":
         labels = _str_map(obj.at("metadata", "labels"))
         if labels.get(CHECKPOINTING_LABEL) != "true":
             finding((*obj.template, "metadata", "labels"),

@@ -69,7 +69,7 @@ class Fields:
     gpus_declared: int | None = None  # GPUs per node the resource states itself (accelerator blocks)
     gpu_marker: bool = False  # the resource says it is a GPU pool, whatever the catalog knows
     catalog_applies: bool = True  # False when the instance type has GPUs only if the resource attaches them
-    asg_names: tuple[str, ...] = ()
+    scaled_names: tuple[str, ...] = ()  # PoolView.scaled_names
     resource_id: str | None = None
 
 

@@ -156,7 +156,7 @@ def pool_view(resource_type: str, props: Props, urn: str = "", name: str = "", p
         min_nodes=fields.min_nodes, max_nodes=fields.max_nodes,
         checkpointing=None if checkpointing is None else checkpointing == "true",
         scheduled=None, cloud_name=fields.cloud_name, pool_label=(labels or {}).get(POOL_LABEL), urn=urn,
-        resource_type=resource_type, asg_names=fields.asg_names, resource_id=fields.resource_id, protected=protected, ignored_changes=frozenset(ignored_changes),
+        resource_type=resource_type, scaled_names=fields.scaled_names, resource_id=fields.resource_id, protected=protected, ignored_changes=frozenset(ignored_changes),
         unknown=frozenset(reader.unknown), provisioner=kind.provisioner,
     )
 

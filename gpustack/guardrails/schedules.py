@@ -22,8 +22,9 @@ CRONJOB = "kubernetes:batch/v1:CronJob"
 @dataclasses.dataclass(frozen=True)
 class ScheduleRef:
     urn: str
-    asg_name: str | None = None  # a cloud schedule: the Auto Scaling group it scales, when known
-    depends_on: frozenset[str] = frozenset()  # URNs its Auto Scaling group name comes from
+    # A cloud schedule: the name of what it scales (one of a pool's `scaled_names`), when known.
+    scales: str | None = None
+    depends_on: frozenset[str] = frozenset()  # URNs the name of what it scales comes from
     pool_label: str | None = None  # CronJob: the value of its gpustack.dev/pool label
 
 
@@ -62,14 +63,14 @@ def schedule_stops_pool(schedule: ScheduleRef, pool: PoolView) -> bool:
     """Whether `schedule` belongs to `pool`.
 
     A CronJob names the pool by its gpustack.dev/pool node label (the plan's pool name) or by its
-    name on the cloud. A cloud schedule names the node group's Auto Scaling group; while that name
-    is not known yet (a preview before the node group exists) its dependency on the node group
-    stands for it.
+    name on the cloud. A cloud schedule names what it scales (the cloud's reader gives a pool the
+    names it is scaled by, `scaled_names`); while that name is not known yet (a preview before the
+    node pool exists) its dependency on the node pool stands for it.
     """
     if schedule.pool_label is not None:
         return schedule.pool_label in {pool.pool_label, pool.cloud_name} - {None}
-    if schedule.asg_name is not None and pool.asg_names:
-        return schedule.asg_name in pool.asg_names
+    if schedule.scales is not None and pool.scaled_names:
+        return schedule.scales in pool.scaled_names
     return bool(pool.urn) and pool.urn in schedule.depends_on
 
 

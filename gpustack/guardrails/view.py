@@ -78,7 +78,8 @@ class PoolView:
     urn: str = ""
     resource_type: str = ""  # the Pulumi type token (pack only)
     resource_id: str | None = None  # the cloud's id of the pool, once it exists (stack policies)
-    asg_names: tuple[str, ...] = ()  # EKS: the Auto Scaling groups behind the node group, when known
+    # The names a cloud schedule scales the pool by (what the cloud's reader finds behind it), when known.
+    scaled_names: tuple[str, ...] = ()
     protected: bool = False
     ignored_changes: frozenset[str] = frozenset()
     # check with a baseline: why this pool replaces a node pool of the baseline (`gpustack diff`'s verdicts)

@@ -128,7 +128,7 @@ def _slices(p: Pool) -> list[list[tuple[str, int]]] | None:
             gpus.extend([layout] * group.gpus)
         whole = [("whole GPU", MIG_SLICES)]  # GPUs of the node the layouts leave unpartitioned
         return gpus + [whole] * max(p.gpus_per_node - len(gpus), 0)
-    if s.mode in ("time-slicing", "mps") and s.replicas:
+    if s.by_clients and s.replicas:
         return [[(f"1/{s.replicas}", 1)] * s.replicas for _ in range(p.gpus_per_node)]
     return None
 

@@ -31,7 +31,7 @@ def nodes(pool: Pool) -> str:
 def sharing(pool: Pool) -> str:
     """The full sharing of a pool: MIG layouts per GPU group, or the clients per GPU."""
     s = pool.sharing
-    if s.mode in ("time-slicing", "mps"):
+    if s.by_clients:
         return f"{s.mode} x{s.replicas}"
     if s.mode == "fractional":
         return "fractional (HAMi)"

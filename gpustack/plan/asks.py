@@ -31,7 +31,7 @@ from gpustack.catalog import GpuModel
 from gpustack.catalog.mig import Profile
 from gpustack.clouds import Feature
 from gpustack.clouds.provisioner import Provisioner
-from gpustack.spec.model import Workload
+from gpustack.spec.model import Workload, shared_by_clients
 
 
 # Time-sliced shares of 1/TINY_SHARE_CLIENTS and below, from workloads that fill at most
@@ -57,6 +57,11 @@ class Ask:
     gap: str | None = None  # what the provisioner could not give, and what is planned instead (a warning)
     percent: int = 0  # fractional: the replica's percent of one GPU (nvidia.com/gpucores)
 
+    @property
+    def by_clients(self) -> bool:
+        """Each GPU is shared among `shares_per_gpu` clients (time-slicing, MPS)."""
+        return shared_by_clients(self.mode)
+
 
 class AskError(Exception):
     """The workload asks for something this cloud cannot give (a capability gap)."""
@@ -68,52 +73,71 @@ class AskError(Exception):
 
 def decide(workload: Workload, gpu: GpuModel, provisioner: Provisioner) -> Ask:
     """What one replica asks of a node on the target's provisioner (its capability gaps and its cloud's)."""
-    cloud = provisioner.cloud
     cpu = workload.cpu or 0.0
     memory = workload.memory_gib or 0.0
     if not workload.fractional:
         return Ask("none", workload.gpus, 1, None, float(workload.gpus), float(workload.gpus), cpu, memory)
+    mode, share, gap = _mode(workload, gpu, provisioner)
+    if mode == "mig":
+        return _mig_ask(workload, gpu, provisioner, share, cpu, memory)
+    assert share is not None
+    if mode == "fractional":
+        return _fractional(workload, gpu, provisioner, share, cpu, memory)
+    return _shared_ask(workload, provisioner, mode, share, gap, cpu, memory)
+
+
+def _mode(workload: Workload, gpu: GpuModel, provisioner: Provisioner) -> tuple[str, float | None, str | None]:
+    """The sharing mode of a fractional workload, its share of a GPU (None: a MIG profile sets it) and
+    the gap that made it time-sliced instead of MIG, if any."""
     share = workload.gpu_fraction if workload.gpu_fraction is not None else (
         (workload.gpu_memory_gib or 0.0) / gpu.usable_memory_gib if workload.gpu_memory_gib is not None else None)
     mode = workload.sharing or ("mig" if workload.mig or (workload.kind == "inference" and gpu.mig) else
                                 "time-slicing")
-    gap = None
-    if mode == "mig" and (why := provisioner.gap(Feature.MIG)) is not None:
-        # MIG asked for by a profile or a share: the same share of a time-sliced GPU, without isolation.
-        mig = gpu.mig
-        profile_of = mig.profile(workload.mig) if mig and workload.mig else None
-        if mig and profile_of is not None:
-            share = max(profile_of.compute / mig.compute_slices, profile_of.memory / mig.memory_slices)
-        if share is None:
-            raise AskError("sharing", f"{provisioner.description} cannot give MIG partitions: {why}")
-        mode, gap = "time-slicing", (f"time-sliced instead of MIG (no isolation between replicas): "
-                                     f"{provisioner.description} cannot give MIG partitions: {why}")
-    if mode == "mig":
-        assert gpu.mig is not None  # the spec check guarantees a MIG GPU here
-        available = cloud.mig_profiles(gpu.name, gpu.mig.profile_names)
-        if workload.mig:
-            profile = gpu.mig.profile(workload.mig)
-            if workload.mig not in available:
-                raise AskError("mig", f"{cloud.display_name} cannot create {workload.mig} partitions on {gpu.name}; "
-                                      f"it offers: {', '.join(available) or 'none'}")
-        else:
-            profile = gpu.mig.smallest_holding(memory_gib=workload.gpu_memory_gib or 0.0,
-                                               compute_fraction=workload.gpu_fraction or 0.0, allowed=available)
-            if profile is None:
-                raise AskError("gpu_memory" if workload.gpu_memory_gib else "gpu_fraction",
-                               f"no MIG profile {cloud.display_name} offers on {gpu.name} holds this share; "
-                               f"profiles: {', '.join(available)}")
-        assert profile is not None
-        slices = profile.compute / gpu.mig.compute_slices
-        if profile.compute == gpu.mig.compute_slices and provisioner.supports(Feature.MIG_MIXED_LAYOUTS):
-            # A whole-GPU instance in a pool of mixed layouts would make every node of the pool carry
-            # it; as a whole GPU it shares the whole-GPU pool instead, with the same isolation.
-            return Ask("none", 1, 1, None, slices if share is None else share, 1.0, cpu, memory,
-                       note=f"{profile.name} is a whole {gpu.name}: planned as one whole GPU, without MIG")
-        return Ask("mig", 1, 1, profile, slices if share is None else share, slices, cpu, memory)
-    assert share is not None
-    if mode == "fractional":
-        return _fractional(workload, gpu, provisioner, share, cpu, memory)
+    if mode != "mig" or (why := provisioner.gap(Feature.MIG)) is None:
+        return mode, share, None
+    # MIG asked for by a profile or a share: the same share of a time-sliced GPU, without isolation.
+    mig = gpu.mig
+    profile_of = mig.profile(workload.mig) if mig and workload.mig else None
+    if mig and profile_of is not None:
+        share = max(profile_of.compute / mig.compute_slices, profile_of.memory / mig.memory_slices)
+    if share is None:
+        raise AskError("sharing", f"{provisioner.description} cannot give MIG partitions: {why}")
+    return "time-slicing", share, (f"time-sliced instead of MIG (no isolation between replicas): "
+                                   f"{provisioner.description} cannot give MIG partitions: {why}")
+
+
+def _mig_ask(workload: Workload, gpu: GpuModel, provisioner: Provisioner, share: float | None, cpu: float,
+             memory: float) -> Ask:
+    """A MIG instance: the profile asked for, else the smallest the cloud offers that holds the share."""
+    cloud = provisioner.cloud
+    assert gpu.mig is not None  # the spec check guarantees a MIG GPU here
+    available = cloud.mig_profiles(gpu.name, gpu.mig.profile_names)
+    if workload.mig:
+        profile = gpu.mig.profile(workload.mig)
+        if workload.mig not in available:
+            raise AskError("mig", f"{cloud.display_name} cannot create {workload.mig} partitions on {gpu.name}; "
+                                  f"it offers: {', '.join(available) or 'none'}")
+    else:
+        profile = gpu.mig.smallest_holding(memory_gib=workload.gpu_memory_gib or 0.0,
+                                           compute_fraction=workload.gpu_fraction or 0.0, allowed=available)
+        if profile is None:
+            raise AskError("gpu_memory" if workload.gpu_memory_gib else "gpu_fraction",
+                           f"no MIG profile {cloud.display_name} offers on {gpu.name} holds this share; "
+                           f"profiles: {', '.join(available)}")
+    assert profile is not None
+    slices = profile.compute / gpu.mig.compute_slices
+    if profile.compute == gpu.mig.compute_slices and provisioner.supports(Feature.MIG_MIXED_LAYOUTS):
+        # A whole-GPU instance in a pool of mixed layouts would make every node of the pool carry
+        # it; as a whole GPU it shares the whole-GPU pool instead, with the same isolation.
+        return Ask("none", 1, 1, None, slices if share is None else share, 1.0, cpu, memory,
+                   note=f"{profile.name} is a whole {gpu.name}: planned as one whole GPU, without MIG")
+    return Ask("mig", 1, 1, profile, slices if share is None else share, slices, cpu, memory)
+
+
+def _shared_ask(workload: Workload, provisioner: Provisioner, mode: str, share: float, gap: str | None,
+                cpu: float, memory: float) -> Ask:
+    """A time-sliced or MPS share: 1/R of a GPU, R the clients per GPU (whole GPU below 2 clients)."""
+    cloud = provisioner.cloud
     clients = math.floor(1 / share + 1e-9)
     cap = cloud.max_shared_clients_per_gpu
     note = None

@@ -100,7 +100,7 @@ def slots_per_node(row: InstanceType, ask: Ask, provisioner: Provisioner) -> int
     if ask.mode == "mig":
         assert ask.profile is not None
         slots = row.gpus * ask.profile.shape.max_count
-    elif ask.mode in ("time-slicing", "mps"):
+    elif ask.by_clients:
         slots = row.gpus * ask.shares_per_gpu
     elif ask.mode == "fractional":
         slots = row.gpus * (100 // ask.percent)

@@ -22,6 +22,7 @@ from gpustack.clouds.base import CLASS_PRIORITIES, COMPUTE_CLASS, NODEPOOL_WEIGH
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.model import FallbackGroup, Pool, Taint
 from gpustack.plan.pools import PLAN_NAMES, schedule_tag, shares_tag, slug
+from gpustack.spec.model import shared_by_clients
 
 
 GroupKey = tuple[str, str, str, "int | None", tuple[str, ...], "tuple[str, str, str] | None"]
@@ -36,7 +37,7 @@ def _group_key(pool: Pool) -> GroupKey:
 def _group_name(pool: Pool) -> str:
     kind, gpu, mode, replicas, profiles, schedule = _group_key(pool)
     parts = ["gpustack", kind, gpu]
-    if mode in ("time-slicing", "mps"):
+    if shared_by_clients(mode):
         parts.append(shares_tag(mode, replicas))
     elif mode == "mig":
         parts.append("mig-" + "-".join(profiles))

@@ -11,7 +11,7 @@ import functools
 import json
 from typing import Any
 
-from gpustack.spec.model import HOURS_PER_MONTH
+from gpustack.spec.model import HOURS_PER_MONTH, shared_by_clients
 
 Pairs = tuple[tuple[str, str], ...]
 # Label keys gpustack and NVIDIA's tools own; with those a cloud owns (`Cloud.own_label_prefixes`, e.g. the
@@ -55,6 +55,11 @@ class Sharing:
     replicas: int | None = None  # time-slicing / mps: clients per GPU
     mig: tuple[MigGroup, ...] = ()  # per node: the layout of each GPU, grouped
     config: str | None = None  # name of the NVIDIA device-plugin / mig-parted config of this pool
+
+    @property
+    def by_clients(self) -> bool:
+        """Each GPU is shared among `replicas` clients (time-slicing, MPS)."""
+        return shared_by_clients(self.mode)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,6 +184,9 @@ class PodRequest:
     # e.g. Karpenter's karpenter.sh/do-not-disrupt, and terminationGracePeriodSeconds (None: Kubernetes' default).
     annotations: Pairs = ()
     termination_grace_seconds: int | None = None
+    # Every label of its pods: `labels`, gpustack.dev/workload, and gpustack.dev/checkpointing "true"
+    # where a checkpointed workload may run on spot (what a disruption policy and cost reports read).
+    pod_labels: Pairs = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,6 +243,9 @@ class Pool:
     nvidia: NvidiaConfig | None = None
     provisioner: str = ""  # the target's provisioner, which compiled the pool
     compiled: CompiledPool | None = None  # the pool as its provisioner spells it
+    # A training or fine-tuning pool whose every workload resumes from checkpoints (the value of its
+    # gpustack.dev/checkpointing node label): a disruption policy may move its work.
+    checkpointed: bool = False
 
     @property
     def attribution(self) -> dict[str, str]:
@@ -447,7 +458,7 @@ def _warning(w: Warning) -> dict[str, Any]:
 
 def _sharing(s: Sharing) -> dict[str, Any]:
     out: dict[str, Any] = {"mode": s.mode}
-    if s.mode in ("time-slicing", "mps"):
+    if s.by_clients:
         out["replicas"] = s.replicas
     if s.mode == "mig":
         out["mig"] = [{"layout": dict(g.layout), "gpus": g.gpus} for g in s.mig]

@@ -84,7 +84,7 @@ def node_offers(pool: Pool, strategy: str, split: int = HAMI_DEFAULT_SPLIT) -> t
     sharing = pool.sharing
     if sharing.mode == "fractional":
         return ((GPU_RESOURCE, pool.gpus_per_node * split),)
-    if sharing.mode in ("time-slicing", "mps"):
+    if sharing.by_clients:
         return ((GPU_RESOURCE, pool.gpus_per_node * (sharing.replicas or 1)),)
     if sharing.mode != "mig":
         return ((GPU_RESOURCE, pool.gpus_per_node),)

@@ -26,7 +26,8 @@ from gpustack.plan.disks import default_disk_gib
 from gpustack.plan.model import AutoStopChoice, IdlePolicy, Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
 from gpustack.plan.pools import (
-    Demand, PoolKey, build_floor_and_burst, build_pool, floor_and_burst_cost, pool_cost, shares_tag,
+    CHECKPOINTING_LABEL, WORKLOAD_LABEL, Demand, PoolKey, build_floor_and_burst, build_pool, floor_and_burst_cost,
+    pool_cost, shares_tag,
 )
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.autostop import DETECTED
@@ -147,7 +148,8 @@ class _TargetPlanner:
         policies = idle.policies(self.spec, self.target)
         keda = idle.scaled_by_keda(self.spec, self.target, tuple(pools), policies)
         url = self.target.setting("prometheus_url")
-        return dataclasses.replace(planned, pod_requests=tuple(self.owned(r) for r in pod_requests),
+        spot = frozenset(p.name for p in pools if p.capacity == "spot")
+        return dataclasses.replace(planned, pod_requests=tuple(self.owned(r, spot) for r in pod_requests),
                                    provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools),
                                    autostop=str(self.target.setting("autostop", "cronjob")),
                                    prometheus_url=None if url is None else str(url), idle=policies,
@@ -164,13 +166,17 @@ class _TargetPlanner:
         return tuple(p for p in policies if (a := self.spec.workload(p.workload).autostop) is None
                      or a.kind != "jupyterhub")
 
-    def owned(self, request: PodRequest) -> PodRequest:
+    def owned(self, request: PodRequest, spot_pools: frozenset[str]) -> PodRequest:
         """A workload's pod requests with what the spec says of its objects: namespace, kind, labels."""
         workload = self.spec.workload(request.workload)
         labels = {**dict(self.spec.labels), **dict(workload.labels)}
+        pod_labels = {**labels, WORKLOAD_LABEL: workload.name}
+        if workload.checkpointing and spot_pools.intersection(request.pools):
+            pod_labels[CHECKPOINTING_LABEL] = "true"
         annotations, grace = self.provisioner.pod_protection(workload.kind, workload.checkpointing)
         return dataclasses.replace(request, namespace=workload.namespace, kind=workload.kind,
                                    labels=tuple(sorted(labels.items())), checkpointing=workload.checkpointing,
+                                   pod_labels=tuple(sorted(pod_labels.items())),
                                    autostop=autostop_choice(workload), annotations=annotations,
                                    termination_grace_seconds=grace)
 
@@ -292,7 +298,7 @@ class _TargetPlanner:
                 sharing = f"mig-{mig_size_class(ask.profile, gpu)}"
             else:
                 sharing = "mig"
-        elif ask.mode in ("time-slicing", "mps"):
+        elif ask.by_clients:
             sharing = shares_tag(ask.mode, ask.shares_per_gpu)
         elif ask.mode == "fractional":
             sharing = "frac"
@@ -361,7 +367,8 @@ class _TargetPlanner:
     def pool(self, key: PoolKey, demands: list[Demand]) -> Pool | None:
         name = key.name()
         try:
-            return build_pool(key, name, demands, self.spec, self.provisioner, self.catalog, self.prices)
+            return build_pool(key, name, demands, spec=self.spec, provisioner=self.provisioner, catalog=self.catalog,
+                              prices=self.prices)
         except ValueError as exc:
             first = demands[0].workload
             self.problem(first, "gpu", f"pool {name!r}: {exc}")

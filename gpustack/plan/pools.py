@@ -123,7 +123,7 @@ class Demand:
     hours: float  # monthly hours a replica runs
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Share:
     """A pool's part of a packing it shares with its sibling: a reserved floor and its on-demand burst
     are packed together at the peak, then the nodes are split between them."""
@@ -143,7 +143,7 @@ class Share:
     bounds: tuple[tuple[str, int], ...] | None = None
 
 
-def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provisioner: Provisioner,
+def build_pool(key: PoolKey, name: str, demands: list[Demand], *, spec: Spec, provisioner: Provisioner,
                catalog: Catalog, prices: PriceBook, share: Share | None = None) -> Pool:
     cloud = provisioner.cloud
     row = demands[0].row
@@ -210,6 +210,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provi
     if share is not None and share.note:
         notes.append(share.note)
     disk = key.disk if key.disk is not None else default_disk_gib(gpu)
+    checkpointed = _checkpointed(key, carried_demands)
     return Pool(
         name=name,
         cloud_name=cloud.pool_name(name, key.compact(), key.terse() if key.naming == "descriptive" else ()),
@@ -232,7 +233,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provi
                        d.ask.profile.name if d.ask.profile else None, d.workload.cpu, d.workload.memory_gib,
                        _placement_hours(d, key, share)) for d in carried_demands), key=lambda p: p.workload)),
         namespaces=tuple(sorted({d.workload.namespace for d in carried_demands})),
-        labels=_labels(spec, key, name, carried_demands, sharing, cloud),
+        labels=_labels(spec, key, name, carried_demands, sharing, cloud, checkpointed),
         taints=_taints(key, provisioner),
         price=price,
         hours_per_month=node_hours / nodes if nodes else 0.0,
@@ -247,7 +248,13 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provi
         mig_profiles=tuple(sorted({profile for group in sharing.mig for profile, _ in group.layout})),
         nvidia=_nvidia(sharing, cloud),
         provisioner=provisioner.name,
+        checkpointed=checkpointed,
     )
+
+
+def _checkpointed(key: PoolKey, demands: list[Demand]) -> bool:
+    """A training or fine-tuning pool whose every workload resumes from checkpoints."""
+    return key.kind in JOB_KINDS and all(d.workload.checkpointing for d in demands)
 
 
 def check_mig_layouts(model: MigModel, sharing: Sharing, nodes: int, gpus_per_node: int,
@@ -323,7 +330,7 @@ def _binding(gpus: PoolGpus) -> str:
 def _share_words(ask: Ask) -> str:
     if ask.mode == "mig" and ask.profile is not None:
         return f"{ask.requested_share:.3g} of a GPU as {ask.profile.name}"
-    if ask.mode in ("time-slicing", "mps"):
+    if ask.by_clients:
         return f"{ask.requested_share:.3g} of a GPU as 1/{ask.shares_per_gpu}"
     if ask.mode == "fractional":
         return f"{ask.requested_share:.4g} of a GPU as {ask.percent}%"
@@ -382,17 +389,19 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     burst_required = max(0, peak.gpus_required - floor_required)
     floor_requested = ceil_bound(sum(d.part.min_replicas * d.ask.requested_share for d in floor))
     floor_bounds = tuple((name, min(value, floor_required)) for name, value in alone.bounds)
-    floor_share = Share(peak, floor_nodes, floor_nodes, floor_required, floor_lower,
-                        floor_nodes * HOURS_PER_MONTH,
-                        lambda d: d.part.min_replicas if id(d) in floors else 0,
+    floor_share = Share(packing=peak, nodes=floor_nodes, min_nodes=floor_nodes, gpus_required=floor_required,
+                        lower_bound=floor_lower, node_hours=floor_nodes * HOURS_PER_MONTH,
+                        replicas=lambda d: d.part.min_replicas if id(d) in floors else 0,
                         requested_lower_bound=min(floor_requested, floor_lower),
                         nodes_lower_bound=min(alone.nodes_lower_bound, floor_nodes), bounds=floor_bounds)
     if burst_nodes == 0:
         # The reserved nodes hold the peak: they carry every replica, and no burst pool is needed.
-        everything = Share(peak, floor_nodes, floor_nodes, peak.gpus_required, peak.lower_bound,
-                           floor_nodes * HOURS_PER_MONTH, _all_replicas,
+        everything = Share(packing=peak, nodes=floor_nodes, min_nodes=floor_nodes, gpus_required=peak.gpus_required,
+                           lower_bound=peak.lower_bound, node_hours=floor_nodes * HOURS_PER_MONTH,
+                           replicas=_all_replicas,
                            note="The reserved nodes have room for the peak as well: no on-demand burst pool.")
-        return [build_pool(floor_key, floor_name, demands, spec, provisioner, catalog, prices, everything)]
+        return [build_pool(floor_key, floor_name, demands, spec=spec, provisioner=provisioner, catalog=catalog,
+                           prices=prices, share=everything)]
     at_least = [d for d in demands if d.part.min_replicas]
     burst_min = max(0, _floor_nodes(at_least, node, gpu.mig, peak, peak.nodes) - floor_nodes) if any(
         d.part.min_replicas for d in burst) else 0
@@ -401,15 +410,18 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     # The burst's bounds are what the joint bounds leave beyond the floor's: floor + burst = joint.
     burst_lower = min(burst_required, max(0, peak.lower_bound - floor_lower))
     floor_by_name = dict(floor_bounds)
-    burst_share = Share(peak, burst_nodes, burst_min, burst_required, burst_lower, burst_nodes * hours, bursting,
+    burst_share = Share(packing=peak, nodes=burst_nodes, min_nodes=burst_min, gpus_required=burst_required,
+                        lower_bound=burst_lower, node_hours=burst_nodes * hours, replicas=bursting,
                         why="the burst above the floor on on-demand, scaled in when idle",
                         requested_lower_bound=min(burst_lower, ceil_bound(sum(
                             bursting(d) * d.ask.requested_share for d in demands))),
                         nodes_lower_bound=min(burst_nodes, max(0, peak.nodes_lower_bound - floor_nodes)),
                         bounds=tuple((name, min(burst_required, max(0, value - floor_by_name.get(name, 0))))
                                      for name, value in peak.bounds))
-    return [build_pool(floor_key, floor_name, demands, spec, provisioner, catalog, prices, floor_share),
-            build_pool(burst_key, burst_name, demands, spec, provisioner, catalog, prices, burst_share)]
+    return [build_pool(floor_key, floor_name, demands, spec=spec, provisioner=provisioner, catalog=catalog,
+                       prices=prices, share=floor_share),
+            build_pool(burst_key, burst_name, demands, spec=spec, provisioner=provisioner, catalog=catalog,
+                       prices=prices, share=burst_share)]
 
 
 def _split(floor_key: PoolKey, floor: list[Demand], burst: list[Demand], provisioner: Provisioner,
@@ -513,7 +525,7 @@ def _sharing(key: PoolKey, name: str, ask: Ask, packing: Packing, cloud: Cloud) 
 
 
 def _labels(spec: Spec, key: PoolKey, name: str, demands: list[Demand], sharing: Sharing,
-            cloud: Cloud) -> tuple[tuple[str, str], ...]:
+            cloud: Cloud, checkpointed: bool) -> tuple[tuple[str, str], ...]:
     labels = dict(spec.labels)
     common = None
     for demand in demands:
@@ -525,7 +537,7 @@ def _labels(spec: Spec, key: PoolKey, name: str, demands: list[Demand], sharing:
     labels[KIND_LABEL] = key.kind
     labels[POOL_LABEL] = name
     if key.kind in JOB_KINDS:
-        labels[CHECKPOINTING_LABEL] = "true" if all(d.workload.checkpointing for d in demands) else "false"
+        labels[CHECKPOINTING_LABEL] = "true" if checkpointed else "false"
     if sharing.config and sharing.mode not in cloud.native_sharing:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = sharing.config
     if sharing.config and sharing.mode == "mig" and not cloud.native_mig_partitioning:

@@ -38,20 +38,25 @@ GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every clou
 # Apply order of the kinds gpustack emits.
 # The admission policy (and its binding) before the Role it limits: applied in order, `patch` on whole
 # Jobs, CronJobs and Notebooks is never granted while nothing limits it.
-KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30,
+KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ServiceAccount": 30,
               "ValidatingAdmissionPolicy": 31, "ValidatingAdmissionPolicyBinding": 32, "Role": 33,
               "RoleBinding": 34, "NetworkPolicy": 35, "CronJob": 40, "ScaledObject": 45,
-              "PrometheusRule": 50,
-              # Karpenter: what its nodes offer, before the NodePool (its node class too: `kind_order`).
-              "NodeOverlay": 61, "NodePool": 62}
-# A Karpenter provider's node class (each provider names its kind `<Provider>NodeClass`), which the
-# NodePool names, so it is applied before it.
-NODE_CLASS_ORDER = 60
+              "PrometheusRule": 50}
+_provisioner_kinds: dict[int, dict[str, int]] = {}  # by registry generation
 
 
 def kind_order(kind: str) -> int:
-    """Where objects of `kind` come in apply order (and in the rendered file names)."""
-    return NODE_CLASS_ORDER if kind.endswith("NodeClass") else KIND_ORDER[kind]
+    """Where objects of `kind` come in apply order (and in the rendered file names): the in-cluster
+    layer's kinds above, then the kinds each registered provisioner writes (`Provisioner.object_kinds`)."""
+    if kind in KIND_ORDER:
+        return KIND_ORDER[kind]
+    known = _provisioner_kinds.get(CLOUDS.generation)
+    if known is None:
+        known = {k: order for cloud in CLOUDS for name in cloud.provisioners
+                 for k, order in cloud.provisioner(name).object_kinds().items()}
+        _provisioner_kinds.clear()
+        _provisioner_kinds[CLOUDS.generation] = known
+    return known[kind]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -60,7 +60,7 @@ def device_plugin_config(pool: Pool, strategy: str) -> dict[str, Any]:
     """The k8s-device-plugin config file (version v1) for the nodes of `pool`."""
     config: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": strategy}}
     sharing = pool.sharing
-    if sharing.mode in ("time-slicing", "mps"):
+    if sharing.by_clients:
         if sharing.replicas is None or sharing.replicas < 2:
             raise ValueError(f"pool {pool.name}: {sharing.mode} needs at least 2 clients per GPU, "
                              f"the plan says {sharing.replicas}")

@@ -29,7 +29,7 @@ import dataclasses
 from typing import Any
 
 from gpustack.plan.model import PodRequest, Pool, TargetPlan
-from gpustack.plan.pools import CHECKPOINTING_LABEL, POOL_LABEL
+from gpustack.plan.pools import POOL_LABEL
 from gpustack.render.common import WORKLOAD_LABEL
 
 # The object each kind of workload usually runs as; the patch targets it by this kind.
@@ -83,9 +83,6 @@ def resources(request: PodRequest) -> dict[str, dict[str, str]]:
 def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
     pools = {p.name: p for p in target.pools}
     labels = {**dict(request.labels), WORKLOAD_LABEL: request.workload}
-    pod_labels = dict(labels)
-    if request.checkpointing and any(pools[n].capacity == "spot" for n in request.pools):
-        pod_labels[CHECKPOINTING_LABEL] = "true"
     pod_spec: dict[str, Any] = {}
     if request.node_selector:
         pod_spec["nodeSelector"] = dict(request.node_selector)
@@ -94,7 +91,7 @@ def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
     if request.termination_grace_seconds is not None:
         pod_spec["terminationGracePeriodSeconds"] = request.termination_grace_seconds
     return WorkloadWiring(request.workload, request.namespace, OBJECT_KINDS.get(request.kind, "Deployment"),
-                          dict(sorted(pod_labels.items())), dict(sorted(labels.items())), pod_spec,
+                          dict(request.pod_labels), dict(sorted(labels.items())), pod_spec,
                           resources(request), dict(sorted(request.annotations)))
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from gpustack.errors import UsageError
 from gpustack.files import FileRefused, read_limited, write_atomically
+from gpustack.http import no_redirects
 
 MAX_ANSWER_BYTES = 512 * 1024 * 1024  # one request: a day of steps of a few thousand series, with room
 TIMEOUT_SECONDS = 120.0
@@ -109,12 +110,6 @@ def matrix_answer(raw: bytes, where: str) -> Matrix:
     return result
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
-        raise ReportError(f"{req.full_url}: the server redirects (HTTP {code}) to {newurl[:200]}; redirects are "
-                          "refused, so headers and tokens go only where asked: give the final URL")
-
-
 class Source:
     """Where answers come from."""
 
@@ -142,7 +137,7 @@ class PrometheusSource(Source):
         self.record = record
         self.timeout = timeout
         self.limit = limit
-        self.opener = urllib.request.build_opener(_NoRedirect)
+        self.opener = no_redirects(ReportError)
 
     def range_query(self, name: str, query: str, start: int, end: int, step: int) -> Matrix:
         endpoint = f"{self.url}/api/v1/query_range"

@@ -33,6 +33,15 @@ CAPACITIES: tuple[Capacity, ...] = ("spot", "on-demand", "reserved")
 # for a tenth of its bill, not for the few percent that a replica more or less shifts.
 TYPE_CHANGE_SAVING = 0.1
 SHARING_MODES: tuple[SharingMode, ...] = ("none", "time-slicing", "mps", "mig", "fractional")
+# The modes that give R clients a share of one GPU (R: the pool's `replicas`, clients per GPU).
+CLIENT_SHARING_MODES: frozenset[str] = frozenset({"time-slicing", "mps"})
+
+
+def shared_by_clients(mode: str) -> bool:
+    """Whether `mode` shares each GPU among a number of clients (time-slicing, MPS)."""
+    return mode in CLIENT_SHARING_MODES
+
+
 JOB_KINDS: frozenset[str] = frozenset({"training", "fine-tuning"})
 SHAREABLE_KINDS: frozenset[str] = frozenset({"inference", "notebook"})
 SCHEDULABLE_KINDS: frozenset[str] = frozenset({"notebook", "fine-tuning"})

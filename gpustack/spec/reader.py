@@ -27,8 +27,6 @@ BAD: Any = _Bad()
 # Patterns are applied with fullmatch: `$` alone lets a trailing newline through.
 DNS_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 MAX_UNKNOWN_KEYS = 20  # per mapping; the rest are counted in one problem
-_TYPE_NAMES = {str: "a string", int: "a whole number", float: "a number", bool: "true or false",
-               list: "a list", dict: "a mapping"}
 
 
 def type_name(value: Any) -> str:

@@ -54,10 +54,6 @@ DOCS = KarpenterDocs(nodepools=NODEPOOLS_DOC, disruption=DISRUPTION_DOC, schedul
                      overlay=OVERLAY_DOC, nodepool_crd=NODEPOOL_CRD)
 
 NODECLASS_GROUP = "karpenter.k8s.aws"
-NODECLASS_API = f"{NODECLASS_GROUP}/v1"
-# The AWS provider's label domain, restricted in NodePool templates besides karpenter.sh (CEL rules of
-# NODEPOOL_CRD, spec.template.metadata.labels).
-RESTRICTED_LABEL_DOMAINS = (core.CORE_LABEL_DOMAIN, NODECLASS_GROUP)
 # karpenter.sh/capacity-type values; a reserved floor launches only into its capacity reservation
 # (ODCR_DOC: "reserved" needs feature gate ReservedCapacity, beta and on by default since v1.6).
 CAPACITY_TYPES = frozenset({"spot", "on-demand", "reserved"})
@@ -70,8 +66,6 @@ AMI_FAMILY_ARCH = {"AL2023_x86_64_NVIDIA": "amd64", "AL2023_ARM_64_NVIDIA": "arm
 # The AL2023 root volume Karpenter maps by default is /dev/xvda, 20Gi gp3 (NODECLASSES_DOC,
 # spec.blockDeviceMappings); gpustack sizes it by the plan's disk.
 VOLUME_TYPES = frozenset({"standard", "io1", "io2", "gp2", "gp3", "sc1", "st1"})  # NODECLASS_CRD
-# spec.instanceStorePolicy: RAID0 puts the kubelet and containerd on the NVMe instance stores (NODECLASSES_DOC).
-INSTANCE_STORE_POLICIES = frozenset({"RAID0"})
 # The security groups of the nodes, found by the discovery tag of Karpenter's getting-started guide
 # (website/content/en/docs/getting-started/getting-started-with-karpenter, step02-create-cluster.sh).
 DISCOVERY_TAG = "karpenter.sh/discovery"

@@ -44,14 +44,14 @@ def read_node_group(r: Reader) -> Fields:
         max_nodes=int_or_none(r.get("scalingConfig.maxSize", "max_nodes")),
         cloud_name=r.get("nodeGroupName", "cloud_name") or r.get("nodeGroupNamePrefix", "cloud_name"),
         region=r.get("region", "region"),
-        asg_names=tuple(a for a in asgs if isinstance(a, str)),
+        scaled_names=tuple(a for a in asgs if isinstance(a, str)),  # the Auto Scaling groups behind it
     )
 
 
 def read_schedule(props: Mapping[str, Any], urn: str, dependencies: Iterable[str]) -> ScheduleRef:
     """A scheduled action names the node group's Auto Scaling group (or, in a preview, depends on it)."""
     asg = props.get("autoscalingGroupName")
-    return ScheduleRef(urn, asg_name=asg if isinstance(asg, str) else None, depends_on=frozenset(dependencies))
+    return ScheduleRef(urn, scales=asg if isinstance(asg, str) else None, depends_on=frozenset(dependencies))
 
 
 POOL_TYPES = (

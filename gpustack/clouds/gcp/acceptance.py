@@ -20,7 +20,6 @@ NO_PLAIN_ON_DEMAND = re.compile(r"a3-ultragpu-\w+|a4-\w+|a4x-\w+")
 # Zones that offer each GPU: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones, as
 # derived from the Compute Engine API in skypilot-org/skypilot-catalog@006059e0f18acb1341e22a27751e9f80df6ba92f
 # catalogs/v8/gcp/vms.csv (the L4 list is partial there: zones it does not name are refused).
-GPU_ZONES_SOURCE = "https://cloud.google.com/compute/docs/gpus/gpu-regions-zones"
 
 
 def _zones(text: str) -> frozenset[str]:

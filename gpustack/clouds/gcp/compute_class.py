@@ -51,13 +51,10 @@ CLASS_LABEL = "cloud.google.com/compute-class"
 # Enums of REFERENCE.
 DRIVER_VERSIONS = frozenset({"default", "latest"})
 DRIVER_VERSION = "default"  # the driver GKE pairs with the node version (as the node-pool provisioner)
-SHARING_STRATEGIES = frozenset({"TIME_SHARING", "MPS"})
-_SHARING_STRATEGY = {"time-slicing": "TIME_SHARING", "mps": "MPS"}
+# sharingStrategy takes the node pools' enum (facts.SHARING_STRATEGIES, facts.sharing_strategy).
 MAX_SHARED_CLIENTS = (2, 48)
-RESERVATION_AFFINITIES = frozenset({"Specific", "AnyBestEffort", "None"})
 # A floor consumes only the reservation gpustack declares for it (specific_reservation_required), by name.
 RESERVATION_AFFINITY = "Specific"
-WHEN_UNSATISFIABLE = frozenset({"ScaleUpAnyway", "DoNotScaleUp"})
 # Never a node outside the class's priorities: the plan's cost assumes its machine types.
 UNSATISFIABLE = "DoNotScaleUp"
 TAINT_EFFECTS = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
@@ -124,9 +121,7 @@ class ComputeClasses(Provisioner):
             f"notebooks) and deletes the emptied auto-created node pool ({AUTO_CREATION}); at the window's start "
             "the pending pods make GKE create nodes again"),
     }
-    # The spot taint of GKE's own domain, as on GKE node pools: the pods tolerate it whether or not GKE
-    # puts it on a Spot node; the class leaves cloud.google.com/ keys to GKE (GKE_LABEL_DOMAIN).
-    spot_taint = ("cloud.google.com/gke-spot", "true", "NoSchedule")
+    spot_taint = facts.SPOT_TAINT
     # "You can't set a minimum number of nodes that every auto-created node pool must have" (AUTO_CREATION).
     keeps_min_nodes = False
     fallback_mechanism = FallbackMechanism(
@@ -163,9 +158,14 @@ class ComputeClasses(Provisioner):
                 "a month); the plan has no upgrade settings "
                 "for it")
 
+    def object_kinds(self) -> Mapping[str, int]:
+        # Before the workloads that select a class (and beside the ConfigMaps of the in-cluster layer).
+        return {"ComputeClass": 21}
+
     def compile(self, pool: Pool, target: Target) -> ClassPool:
         mode = pool.sharing.mode
-        shared = mode in _SHARING_STRATEGY
+        strategy = facts.sharing_strategy(mode)
+        shared = strategy is not None
         project = target.setting("project")
         reservation = facts.reservation_name(target.cluster, pool.cloud_name) if pool.reserved_nodes else None
         return ClassPool(
@@ -174,7 +174,7 @@ class ComputeClasses(Provisioner):
                 machine_type=pool.instance_type, spot=pool.capacity == "spot",
                 gpu_type=facts.accelerator_type(pool.gpu, pool.instance_type), gpu_count=pool.gpus_per_node,
                 driver_version=DRIVER_VERSION,
-                sharing_strategy=_SHARING_STRATEGY[mode] if shared else None,
+                sharing_strategy=strategy,
                 max_shared_clients=pool.sharing.replicas if shared else None,
                 partition_size=facts.partition_size(pool) if mode == "mig" else None,
                 reservation=reservation, reservation_project=str(project) if reservation and project else None,
@@ -200,10 +200,10 @@ class ComputeClasses(Provisioner):
         if p.driver_version not in DRIVER_VERSIONS:
             problems.append(f"gpu.driverVersion {p.driver_version!r} is not one of {sorted(DRIVER_VERSIONS)}")
         low, high = MAX_SHARED_CLIENTS
-        if p.sharing_strategy is not None and (p.sharing_strategy not in SHARING_STRATEGIES
+        if p.sharing_strategy is not None and (p.sharing_strategy not in facts.SHARING_STRATEGIES
                                                or not (p.max_shared_clients and low <= p.max_shared_clients <= high)):
             problems.append(f"gpu.gpuSharing: {p.sharing_strategy} with {p.max_shared_clients} clients per GPU; a "
-                            f"ComputeClass takes {', '.join(sorted(SHARING_STRATEGIES))} with {low} to {high} ({REFERENCE})")
+                            f"ComputeClass takes {', '.join(sorted(facts.SHARING_STRATEGIES))} with {low} to {high} ({REFERENCE})")
         if pool.sharing.mode == "mig" and p.partition_size not in facts.partition_sizes(pool.gpu):
             problems.append(f"gpu.gpuSharing.gpuPartitionSize {p.partition_size!r} is not a partition size GKE "
                             f"cuts {pool.gpu} into ({', '.join(facts.partition_sizes(pool.gpu)) or 'none'})")

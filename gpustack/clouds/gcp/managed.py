@@ -63,8 +63,7 @@ class NodePools(Provisioner):
     unsupported = {
         Feature.NATIVE_SCHEDULE: "GKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
     }
-    # Whether GKE Standard taints spot nodes is unconfirmed, so pools declare the taint themselves.
-    spot_taint = ("cloud.google.com/gke-spot", "true", "NoSchedule")
+    spot_taint = facts.SPOT_TAINT
 
     def compile(self, pool: Pool, target: Target) -> GkeNodePool:
         mode = pool.sharing.mode

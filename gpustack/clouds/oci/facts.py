@@ -73,6 +73,12 @@ def ocid(resource_types: str) -> str:
     return rf"ocid1\.({resource_types})\.oc[0-9]{{1,3}}\.[a-z0-9-]{{0,32}}(\.[a-z0-9-]{{1,32}})?\.[a-z0-9]{{1,128}}"
 
 
+# The taint OKE puts on preemptible nodes (contengusingpreemptiblecapacity.htm; the effect and value
+# come from the OKE Karpenter docs, secondary), which every provisioner's spot pools declare too; the
+# Karpenter provider offers spot shapes only to NodePools with it (karpenter.FAQS_DOC).
+SPOT_TAINT = ("oci.oraclecloud.com/oke-is-preemptible", "present", "NoSchedule")
+
+
 @CLOUDS.register
 class OKE(Cloud):
     name = "oci"
@@ -121,7 +127,7 @@ class OKE(Cloud):
     # reference, so gpustack keeps to the stricter secondary figure and to [a-z0-9-]).
     pool_names = NameRule(32, r"[a-z][a-z0-9-]{0,31}", "-",
                           "https://github.com/oracle-terraform-modules/terraform-oci-oke/issues/628")
-    # Preemptible nodes: label added by OKE (contengusingpreemptiblecapacity.htm; the taint: `managed.py`).
+    # Preemptible nodes: label added by OKE (contengusingpreemptiblecapacity.htm; the taint: SPOT_TAINT).
     spot_node_label = ("oci.oraclecloud.com/oke-is-preemptible", "true")
     # OKE GPU images carry the NVIDIA driver; the toolkit is inferred from them running GPU pods without
     # the operator (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengrunninggpunodes.htm).

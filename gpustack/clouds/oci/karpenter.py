@@ -33,10 +33,7 @@ _REPO = f"https://github.com/oracle/karpenter-provider-oci/blob/{COMMIT}"
 FEATURES_DOC = f"{_REPO}/docs/guide/features.md"
 ADVANCED_DOC = f"{_REPO}/docs/guide/advanced-use-cases.md"
 NODECLASS_DOC = f"{_REPO}/docs/guide/ocinodeclass.md"
-LABELS_DOC = f"{_REPO}/docs/guide/scheduling-labels.md"
 FAQS_DOC = f"{_REPO}/docs/guide/faqs.md"
-IAM_DOC = f"{_REPO}/docs/guide/configure-iam-policies.md"
-INSTALL_DOC = f"{_REPO}/docs/guide/installation-using-helm.md"
 INSTANCE_TYPES = f"{_REPO}/pkg/providers/instancetype/provider.go"
 IMAGES = f"{_REPO}/pkg/providers/image/provider.go"
 DRIFT = f"{_REPO}/pkg/cloudprovider/drift.go"
@@ -155,8 +152,8 @@ class OKEKarpenter(KarpenterProvisioner):
     unsupported = {Feature.NATIVE_SCHEDULE: core.schedule_gap(DISRUPTION_DOC), Feature.MIG: MIG_GAP}
     required_settings = {"image_id": IMAGE_GAP}
     # KPO offers spot shapes only to NodePools with OKE's preemptible taint (FAQS_DOC, "Spot / preemptible
-    # nodes"; INSTANCE_TYPES setOfferings checks key and effect), the taint OKE puts on preemptible nodes.
-    spot_taint = ("oci.oraclecloud.com/oke-is-preemptible", "present", "NoSchedule")
+    # nodes"; INSTANCE_TYPES setOfferings checks key and effect).
+    spot_taint = facts.SPOT_TAINT
     fallback_mechanism = core.weight_fallback(DOCS.scheduling, "run KPO (the NodePools' weights do the ranking)")
     # Nothing KPO declares is replaced: the NodeClaims drift (DRIFT: compartment, image, capacity
     # reservation, subnet, boot volume; the NodePool's template hash: labels, taints, requirements).

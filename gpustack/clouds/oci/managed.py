@@ -63,9 +63,7 @@ class ManagedNodePools(Provisioner):
     unsupported = {
         Feature.NATIVE_SCHEDULE: "OKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
     }
-    # Preemptible nodes: taint added by OKE (contengusingpreemptiblecapacity.htm; the effect and value come
-    # from the OKE Karpenter docs, secondary); pools declare it too.
-    spot_taint = ("oci.oraclecloud.com/oke-is-preemptible", "present", "NoSchedule")
+    spot_taint = facts.SPOT_TAINT
 
     def compile(self, pool: Pool, target: Target) -> OkeNodePool:
         enums = facts.node_pool_enums(pool)
