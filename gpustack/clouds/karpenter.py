@@ -239,7 +239,11 @@ def drift_changes(disruption_doc: str) -> dict[str, str]:
 
 class KarpenterProvisioner(Provisioner):
     """A cloud's Karpenter: the NodePool, its overlay and the checks here; the node class in the subclass."""
-
+    # The NodePool's node class selects its reservation(s) as declared for the floor today: one, in the
+    # first subnet or domain; Karpenter itself launches into the zones the pods' spread asks for.
+    spread_reservations_gap: ClassVar[str | None] = (
+        "the node class launches into the one capacity reservation of the floor, in one zone; Karpenter "
+        "follows the pods' topology spread for every other node, on demand")
     release: ClassVar[str]
     docs: ClassVar[KarpenterDocs]
     compiled_type: ClassVar[type[KarpenterPool]] = KarpenterPool

@@ -182,6 +182,16 @@ class PodRequest:
 
 
 @dataclasses.dataclass(frozen=True)
+class PoolAvailability:
+    """What a workload's `availability` asks of its pool, and what it costs beyond packing alone."""
+
+    zones: int
+    max_replicas_per_node: int | None
+    nodes_without: int  # the nodes packing alone would give (at the peak)
+    extra_monthly_usd: float  # what the spread adds to the pool's monthly cost
+
+
+@dataclasses.dataclass(frozen=True)
 class Pool:
     name: str  # cloud-neutral pool name; also the value of gpustack.dev/pool
     cloud_name: str  # the node-pool name on this target's cloud (valid there, stable)
@@ -220,6 +230,10 @@ class Pool:
     zones: tuple[str, ...] = ()  # the zones the pool launches in, when the plan names them (else the target's)
     # A reserved floor spread over zones, one reservation per zone: (zone, nodes); () = one reservation
     reservations: tuple[tuple[str, int], ...] = ()
+    # A workload's `availability`: the zones (or the subnets / availability domains that fix them) its
+    # replicas spread over, balanced by topology spread constraints; () when no spread is asked.
+    spread_zones: tuple[str, ...] = ()
+    availability: PoolAvailability | None = None
     # What one node offers once its device plugin runs (extended resources -> count), which the
     # cloud's autoscaler must also see on the template node of the pool at zero.
     node_offers: tuple[tuple[str, int], ...] = ()
@@ -504,6 +518,11 @@ def _pool(p: Pool) -> dict[str, Any]:
         "disk": {"size_gib": p.disk_gib, "reason": p.disk_reason},
         "zones": list(p.zones),
         "reservations": [{"zone": zone, "nodes": nodes} for zone, nodes in p.reservations],
+        "spread_zones": list(p.spread_zones),
+        "availability": None if p.availability is None else {
+            "zones": p.availability.zones, "max_replicas_per_node": p.availability.max_replicas_per_node,
+            "nodes_without": p.availability.nodes_without,
+            "extra_monthly_usd": money(p.availability.extra_monthly_usd)},
         "node_offers": dict(p.node_offers),
         "node_allocatable": dict(p.node_allocatable),
         "mig_strategy": p.mig_strategy,

@@ -31,7 +31,7 @@ from gpustack.plan.pools import (
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.autostop import DETECTED
 from gpustack.spec.load import pinned_key
-from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target, Workload
+from gpustack.spec.model import HOURS_PER_MONTH, Availability, Spec, Target, Workload
 from gpustack.spec.units import timezone_advice
 from gpustack.spec.yamlsource import path_str
 
@@ -303,7 +303,8 @@ class _TargetPlanner:
         return PoolKey(workload.kind, gpu.name, sharing, part.capacity, part.role == "fallback", instance,
                        (schedule.canonical_days, schedule.canonical_hours, schedule.timezone) if schedule else None,
                        tuple(self.spec.label_of(workload, key) for key in self.spec.split_by),
-                       disk, str(self.target.setting("pool_names") or ""))
+                       disk, str(self.target.setting("pool_names") or ""),
+                       spread=f"{workload.name}-{workload.availability.tag}" if workload.availability else "")
 
     @staticmethod
     def hours(workload: Workload, part: Part) -> float:
@@ -455,11 +456,43 @@ class _TargetPlanner:
                                          f"zones, and only {', '.join(offered)} of {self.target.region} offer "
                                          f"{pool.gpu}: list those zones in settings.{setting}", pool=pool.name)
         spread = self.cloud.floor_spread(here, pool.reserved_nodes) if pool.reserved_nodes else ()
+        availability = self.availability_of(pool)
+        if availability is not None:
+            return self.spread(pool, here, availability)
         if pool.reserved_nodes >= 2 and not spread and self.cloud.single_zone_floor:
             self.warn("floor-single-zone", f"the reserved floor of pool {pool.name!r} ({pool.reserved_nodes} nodes) "
                                            f"is not spread over zones, so one zone outage can take all of it: "
                                            f"{self.cloud.single_zone_floor}", pool=pool.name)
         return dataclasses.replace(pool, zones=here, reservations=spread)
+
+    def availability_of(self, pool: Pool) -> Availability | None:
+        """The `availability` of the one workload of a spread pool (its key gave it a pool of its own)."""
+        if len(pool.workloads) != 1:
+            return None
+        return self.spec.workload(pool.workloads[0]).availability
+
+    def spread(self, pool: Pool, here: tuple[str, ...], availability: Availability) -> Pool:
+        """A spread pool placed over the workload's zones: its floor one reservation per zone."""
+        workload = self.spec.workload(pool.workloads[0])
+        setting, units = self.cloud.spread_units(dict(self.target.settings))
+        if setting == self.cloud.zone_setting and here:
+            units = here  # only the zones that offer the pool's GPU
+        if availability.zones > 1 and len(units) < availability.zones:
+            named = f"settings.{setting} names {len(units)} ({', '.join(units) or 'none'})" if setting \
+                else f"{self.cloud.display_name} names no zones in a target's settings"
+            self.problem(workload, "", f"{availability.zones} zones need as many zones that offer {pool.gpu} in "
+                                       f"target {self.target.name!r}; {named}: list at least {availability.zones}"
+                                       + (f" in settings.{setting}" if setting else ""),
+                         path=("workloads", workload.index, "availability", "zones"))
+            return pool
+        used = units[:availability.zones] if availability.zones > 1 else ()
+        reservations = self.cloud.availability_spread(used, pool.reserved_nodes) if used and pool.reserved_nodes \
+            else ()
+        if reservations and (gap := self.provisioner.spread_reservations_gap):
+            reservations = ()
+            self.warn("floor-single-zone", f"the reserved floor of pool {pool.name!r} is spread by its pods, not by "
+                                           f"its reservation: {gap}", pool=pool.name)
+        return dataclasses.replace(pool, zones=here, reservations=reservations, spread_zones=used)
 
     def check_names(self, pools: list[Pool]) -> None:
         seen: dict[str, str] = {}

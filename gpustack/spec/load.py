@@ -20,6 +20,7 @@ from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
 from gpustack.spec.idle import check_prometheus, read_idle
 from gpustack.spec.autostop import read_autostop
+from gpustack.spec.availability import read_availability
 from gpustack.spec.model import (
     CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
     TYPE_CHANGE_SAVING, Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec,
@@ -55,7 +56,8 @@ TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
-                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop")
+                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop",
+                     "availability")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 # Namespaces a workload may not live in: the cluster's own (Kubernetes reserves the `kube-` prefix,
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces)
@@ -425,6 +427,8 @@ class _SpecReader(Reader):
         autostop = read_autostop(self, field["autostop"], value["autostop"], kind, "schedule" in value,
                                  idle or None) \
             if "autostop" in value else None
+        availability = read_availability(self, field["availability"], value["availability"], kind) \
+            if "availability" in value else None
         if len(self.problems) > before:
             return BAD
         return Workload(
@@ -434,7 +438,7 @@ class _SpecReader(Reader):
             labels=labels, capacity=cast(Capacity | None, capacity), sharing=cast(SharingMode | None, sharing),
             namespace=namespace, index=index, instance_types=pins,
             burst_share=burst_share,
-            disk_gib=disk, idle=idle, autostop=autostop,
+            disk_gib=disk, idle=idle, autostop=autostop, availability=availability,
         )
 
     def instance_pins(self, path: Path, value: Any) -> Any:
