@@ -160,6 +160,16 @@ class AutoStopChoice:
 
 
 @dataclasses.dataclass(frozen=True)
+class TopologySpread:
+    """One topology spread constraint of a workload's pods (`availability`): at most `max_skew` more of them
+    in one domain than in the emptiest, counting as empty every domain missing below `min_domains`."""
+
+    topology_key: str  # topology.kubernetes.io/zone | kubernetes.io/hostname
+    max_skew: int
+    min_domains: int
+
+
+@dataclasses.dataclass(frozen=True)
 class PodRequest:
     """What every pod of one workload must carry to land on its pools, and only there."""
 
@@ -179,6 +189,7 @@ class PodRequest:
     # e.g. Karpenter's karpenter.sh/do-not-disrupt, and terminationGracePeriodSeconds (None: Kubernetes' default).
     annotations: Pairs = ()
     termination_grace_seconds: int | None = None
+    topology_spread: tuple[TopologySpread, ...] = ()  # `availability`: over zones and nodes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -553,7 +564,10 @@ def _pod_request(r: PodRequest) -> dict[str, Any]:
                              "detected": r.autostop.detected}} if r.autostop else {}),
             **({"annotations": dict(r.annotations)} if r.annotations else {}),
             **({"termination_grace_period_seconds": r.termination_grace_seconds}
-               if r.termination_grace_seconds is not None else {})}
+               if r.termination_grace_seconds is not None else {}),
+            **({"topology_spread": [{"topology_key": t.topology_key, "max_skew": t.max_skew,
+                                     "min_domains": t.min_domains} for t in r.topology_spread]}
+               if r.topology_spread else {})}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, cho
 from gpustack.plan.disks import default_disk_gib
 from gpustack.plan.model import AutoStopChoice, IdlePolicy, Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
+from gpustack.plan.spread import topology_spread
 from gpustack.plan.pools import (
     Demand, PoolKey, build_floor_and_burst, build_pool, floor_and_burst_cost, pool_cost, shares_tag,
 )
@@ -84,6 +85,7 @@ class _TargetPlanner:
         self.problems = problems
         self.warnings: list[Warning] = []
         self.notes: list[str] = []
+        self.max_nodes: dict[str, int] = {}  # pool -> max_nodes, once the pools are built
 
     def problem(self, workload: Workload | None, field: str, message: str, path: tuple[str | int, ...] = ()) -> None:
         path = path or (("workloads", workload.index, field) if workload else ("targets", self.target.index))
@@ -147,6 +149,7 @@ class _TargetPlanner:
         policies = idle.policies(self.spec, self.target)
         keda = idle.scaled_by_keda(self.spec, self.target, tuple(pools), policies)
         url = self.target.setting("prometheus_url")
+        self.max_nodes = {p.name: p.max_nodes for p in pools}
         return dataclasses.replace(planned, pod_requests=tuple(self.owned(r) for r in pod_requests),
                                    provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools),
                                    autostop=str(self.target.setting("autostop", "cronjob")),
@@ -169,7 +172,9 @@ class _TargetPlanner:
         workload = self.spec.workload(request.workload)
         labels = {**dict(self.spec.labels), **dict(workload.labels)}
         annotations, grace = self.provisioner.pod_protection(workload.kind, workload.checkpointing)
-        return dataclasses.replace(request, namespace=workload.namespace, kind=workload.kind,
+        spread = topology_spread(workload.availability, sum(self.max_nodes.get(p, 0) for p in request.pools)) \
+            if workload.availability else ()
+        return dataclasses.replace(request, namespace=workload.namespace, kind=workload.kind, topology_spread=spread,
                                    labels=tuple(sorted(labels.items())), checkpointing=workload.checkpointing,
                                    autostop=autostop_choice(workload), annotations=annotations,
                                    termination_grace_seconds=grace)

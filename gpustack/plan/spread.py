@@ -13,10 +13,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from gpustack.plan.model import TopologySpread
 from gpustack.plan.packing import Packing
 from gpustack.spec.model import Availability
 
 AVAILABILITY_BOUND = "availability"
+ZONE_KEY = "topology.kubernetes.io/zone"
+HOST_KEY = "kubernetes.io/hostname"
 
 
 def zone_shares(replicas: int, zones: int) -> list[int]:
@@ -60,3 +63,20 @@ def cost_note(availability: Availability, nodes: int, plain_nodes: int, usd_per_
     extra = (nodes - plain_nodes) * usd_per_node_hour * hours_per_node
     return (f"Availability ({availability.zones} zone(s){limit}): {nodes} node(s) where packing alone needs "
             f"{plain_nodes}, {extra:,.2f} USD a month more.")
+
+
+def topology_spread(availability: Availability, most_nodes: int) -> tuple[TopologySpread, ...]:
+    """The constraints that hold the scheduler (and the autoscaler, which simulates it) to the plan.
+
+    Zones: maxSkew 1 with minDomains = the zones asked, so while fewer zones hold nodes of the pools the
+    emptiest counts as 0 and a zone takes at most one replica more: the next replica waits for a node in
+    another zone, which the autoscaler then starts. Nodes: maxSkew = the limit per node with minDomains
+    above every node the pools can have, so the emptiest always counts as 0 and no node takes more than the
+    limit ("minDomains", https://kubernetes.io/docs/concepts/scheduling-eviction/topology-spread-constraints/
+    #spread-constraint-definition)."""
+    out = []
+    if availability.zones > 1:
+        out.append(TopologySpread(ZONE_KEY, 1, availability.zones))
+    if availability.max_replicas_per_node:
+        out.append(TopologySpread(HOST_KEY, availability.max_replicas_per_node, most_nodes + 1))
+    return tuple(out)
