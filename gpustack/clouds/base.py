@@ -40,6 +40,7 @@ class Feature(enum.Enum):
     NATIVE_SCHEDULE = "scaling a node pool on a timetable with a cloud resource"
     SPOT = "spot / preemptible capacity"
     FRACTIONAL_SHARING = "enforced GPU fractions (HAMi's device plugin and scheduler)"
+    INSTANCE_TYPE_ALTERNATIVES = "several instance types in one spot node pool"
 
 
 @dataclasses.dataclass(frozen=True)

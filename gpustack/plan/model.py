@@ -244,6 +244,9 @@ class Pool:
     # A workload's `availability`: the zones (or the subnets / availability domains that fix them) its
     # replicas spread over, balanced by topology spread constraints; () when no spread is asked.
     spread_zones: tuple[str, ...] = ()
+    # A spot pool over several instance types (the workloads' `instance_types` lists), `instance_type`
+    # first; () when the pool has the one type.
+    instance_types: tuple[str, ...] = ()
     availability: PoolAvailability | None = None
     # What one node offers once its device plugin runs (extended resources -> count), which the
     # cloud's autoscaler must also see on the template node of the pool at zero.
@@ -530,6 +533,7 @@ def _pool(p: Pool) -> dict[str, Any]:
         "zones": list(p.zones),
         "reservations": [{"zone": zone, "nodes": nodes} for zone, nodes in p.reservations],
         "spread_zones": list(p.spread_zones),
+        "instance_types": list(p.instance_types or (p.instance_type,)),
         "availability": None if p.availability is None else {
             "zones": p.availability.zones, "max_replicas_per_node": p.availability.max_replicas_per_node,
             "nodes_without": p.availability.nodes_without,

@@ -19,7 +19,7 @@ from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import fallback, idle, offers, pool_types
+from gpustack.plan import alternatives, fallback, idle, offers, pool_types
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
@@ -119,6 +119,7 @@ class _TargetPlanner:
         pools.sort(key=lambda p: p.name)
         self.check_names(pools)
         self.check_reservation_settings(pools)
+        pools = [self.over_types(pool) for pool in pools]
         pools = [self.placed(pool, zones) for pool in pools]
         pools = list(fallback.mark_pools(pools, self.provisioner))  # a ComputeClass: the pools' label and taint
         annotated, pod_requests, gaps = offers.annotate(pools, self.provisioner)
@@ -469,6 +470,17 @@ class _TargetPlanner:
                                            f"is not spread over zones, so one zone outage can take all of it: "
                                            f"{self.cloud.single_zone_floor}", pool=pool.name)
         return dataclasses.replace(pool, zones=here, reservations=spread)
+
+    def over_types(self, pool: Pool) -> Pool:
+        """A spot pool over the instance types its workloads list (`gpustack.plan.alternatives`)."""
+        types = alternatives.listed_types(self.spec, pool, self.target.cloud) if pool.capacity == "spot" else ()
+        if not types:
+            return pool
+        rows = {r.name: r for r in self.rows}
+        spread, warnings = alternatives.spread_over_types(pool, types, rows, self.prices, self.provisioner)
+        for message in warnings:
+            self.warn("capability-gap" if spread is pool else "mixed-instance-types", message, pool=pool.name)
+        return spread
 
     def availability_of(self, pool: Pool) -> Availability | None:
         """The `availability` of the one workload of a spread pool (its key gave it a pool of its own)."""

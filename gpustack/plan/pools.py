@@ -219,15 +219,15 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], spec: Spec, provi
     if share is not None and share.note:
         notes.append(share.note)
     availability = None
-    if key.spread and (asked := demands[0].workload.availability) is not None:
+    if key.spread and (spread_asked := demands[0].workload.availability) is not None:
         plain = share.plain_nodes if share is not None else _pack(demands, node, gpu.mig, _all_replicas,
                                                                     spread=False).nodes
         plain = nodes if plain is None else plain
         per_node_hours = node_hours / nodes if nodes else 0.0
-        availability = PoolAvailability(asked.zones, asked.max_replicas_per_node, plain,
+        availability = PoolAvailability(spread_asked.zones, spread_asked.max_replicas_per_node, plain,
                                         max(0, nodes - plain) * price.usd_per_node_hour * per_node_hours)
         if nodes > plain:
-            notes.append(cost_note(asked, nodes, plain, price.usd_per_node_hour, per_node_hours))
+            notes.append(cost_note(spread_asked, nodes, plain, price.usd_per_node_hour, per_node_hours))
     disk = key.disk if key.disk is not None else default_disk_gib(gpu)
     return Pool(
         name=name,

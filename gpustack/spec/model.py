@@ -151,6 +151,12 @@ class Workload:
     idle: Idle | None = None  # None: the per-pool idle alert only
     autostop: AutoStop | None = None  # what auto-stop stops (None: detected by the workload label)
     availability: Availability | None = None  # inference: zones and replicas per node (None: no spread asked)
+    # cloud -> the instance types a spot pool may launch, the pin first (`instance_types` given as a list)
+    spot_alternatives: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def alternatives(self, cloud: str) -> tuple[str, ...]:
+        """The instance types listed for `cloud`, the pin first; () when one type (or none) is given."""
+        return dict(self.spot_alternatives).get(cloud, ())
 
     def pinned_instance(self, cloud: str) -> str | None:
         return dict(self.instance_types).get(cloud)

@@ -163,7 +163,8 @@ def _one_group(target: TargetPlan, pool: Pool, compiled: EksNodeGroup, subnet_id
         subnet_ids=subnet_ids,
         capacity_type=compiled.capacity_type,
         ami_type=compiled.ami_type,
-        instance_types=[pool.instance_type],
+        # A spot pool over alternatives takes them all (CreateNodegroup instanceTypes, at most 20).
+        instance_types=list(pool.instance_types or (pool.instance_type,)),
         scaling_config=size,
         # A floor's update never launches beyond its reservation (gpustack.clouds.aws EKS.floor_upgrade).
         update_config=aws.eks.NodeGroupUpdateConfigArgs(**dict(pool.upgrade.settings)) if pool.upgrade else None,
