@@ -244,7 +244,6 @@ class KarpenterProvisioner(Provisioner):
     spread_reservations_gap: ClassVar[str | None] = (
         "the node class launches into the one capacity reservation of the floor, in one zone; Karpenter "
         "follows the pods' topology spread for every other node, on demand")
-    models_one_type: ClassVar[bool] = False  # it picks the type per pending pod from the requirement's list
     release: ClassVar[str]
     docs: ClassVar[KarpenterDocs]
     compiled_type: ClassVar[type[KarpenterPool]] = KarpenterPool

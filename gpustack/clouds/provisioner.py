@@ -100,9 +100,9 @@ class Provisioner:
     # Why a floor under a workload's `availability` keeps one reservation in one zone here (None: the
     # backend declares one reservation per zone of the spread); the pods are still spread.
     spread_reservations_gap: ClassVar[str | None] = None
-    # Whether the autoscaler models a pool by one of its instance types (a node group's template), so
-    # alternatives of different sizes mislead it (Karpenter sizes each node for its pods: False).
-    models_one_type: ClassVar[bool] = True
+    # Why a pool's alternative instance types of different sizes mislead its autoscaler (which models a
+    # node group by one of them), with the source; None where each node is sized for its pods.
+    mixed_sizes_gap: ClassVar[str | None] = None
 
     def __init__(self, cloud: Cloud) -> None:
         self.cloud = cloud

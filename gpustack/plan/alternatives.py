@@ -17,14 +17,6 @@ from gpustack.plan.model import Pool, Price
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.model import Spec
 
-# The cluster autoscaler builds a node group's template from one instance type ("instance types should
-# have the same amount of RAM and number of CPU cores, since this is fundamental to CA's scaling
-# calculations", cloudprovider/aws/README.md "Using Mixed Instances Policies and Spot Instances",
-# kubernetes/autoscaler tag cluster-autoscaler-1.36.1).
-MIXED_SHAPES_SOURCE = ("https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.36.1/cluster-autoscaler/"
-                       "cloudprovider/aws/README.md#using-mixed-instances-policies-and-spot-instances")
-
-
 def listed_types(spec: Spec, pool: Pool, cloud: str) -> tuple[str, ...]:
     """The types every workload of the pool lists for `cloud`, in the first workload's order (the pool's
     own type first); () when a workload lists none."""
@@ -42,10 +34,9 @@ def spread_over_types(pool: Pool, types: tuple[str, ...], rows: dict[str, Instan
         return pool, [f"pool {pool.name!r} runs on {pool.instance_type} only, not on {', '.join(types[1:])}: {gap}"]
     warnings = []
     shapes = {(rows[t].vcpus, rows[t].memory_gib) for t in types}
-    if len(shapes) > 1 and provisioner.models_one_type:
-        warnings.append(f"pool {pool.name!r}: the cluster autoscaler models the group by one instance type, and "
-                        f"{', '.join(types)} differ in CPU or memory ({MIXED_SHAPES_SOURCE}): a pod sized for the "
-                        "larger ones may start a node too small for it; list types of one size")
+    if len(shapes) > 1 and provisioner.mixed_sizes_gap:
+        warnings.append(f"pool {pool.name!r}: {', '.join(types)} differ in CPU or memory, and "
+                        f"{provisioner.mixed_sizes_gap}; list types of one size")
     priced = [(prices.for_capacity(rows[t], "spot"), t) for t in types]
     worst, worst_type = max(priced, key=lambda p: (p[0].usd_per_node_hour, p[1]))
     price = Price(worst.usd_per_node_hour, f"the worst spot price of {', '.join(types)}: {worst_type}, {worst.source}")

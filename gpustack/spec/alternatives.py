@@ -31,8 +31,7 @@ def read_alternatives(reader: Reader, path: Path, value: list[Any], kind: Any) -
     if not value:
         return reader.problem(path, "expected at least one instance type")
     if len(value) > MAX_ALTERNATIVES:
-        return reader.problem(path, f"{len(value)} instance types; at most {MAX_ALTERNATIVES} (what an EKS managed "
-                                    "node group takes)")
+        return reader.problem(path, f"{len(value)} instance types; at most {MAX_ALTERNATIVES}")
     types = []
     for j, name in enumerate(value):
         checked = reader.string(path + (j,), name)
