@@ -495,10 +495,10 @@ class _TargetPlanner:
         if setting == self.cloud.zone_setting and here:
             units = here  # only the zones that offer the pool's GPU
         if availability.zones > 1 and len(units) < availability.zones:
-            named = f"settings.{setting} names {len(units)} ({', '.join(units) or 'none'})" if setting \
-                else f"{self.cloud.display_name} names no zones in a target's settings"
-            self.problem(workload, "", f"{availability.zones} zones need as many zones that offer {pool.gpu} in "
-                                       f"target {self.target.name!r}; {named}: list at least {availability.zones}"
+            named = f"settings.{setting} gives {len(units)}: {', '.join(units) or 'none'}" if setting \
+                else f"{self.cloud.display_name} targets name no zones"
+            self.problem(workload, "", f"{availability.zones} zones asked, but target {self.target.name!r} has fewer "
+                                       f"where {pool.gpu} can go ({named}); list at least {availability.zones}"
                                        + (f" in settings.{setting}" if setting else ""),
                          path=("workloads", workload.index, "availability", "zones"))
             return pool
