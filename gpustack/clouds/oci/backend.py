@@ -133,6 +133,7 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
     assert isinstance(compiled, OkeNodePool)
     tags = pool.attribution
     outputs: dict[str, Any] = {}
+    placements: pulumi.Input[Sequence[Any]]
     if pool.reserved_nodes and pool.spread_zones and pool.reservations:
         # A workload's availability: one placement per availability domain, each with its own
         # reservation (a reservation holds one shape in one domain; a placement config names the
@@ -148,7 +149,7 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
         # The floor lives in one availability domain: a reservation holds one shape in one domain.
         domain = where.availability_domains.apply(lambda names: names[0])
         reservation = declare_reservation(pool, where.compartment_id, domain, tags, opts)
-        placements: pulumi.Input[Sequence[Any]] = pulumi.Output.all(domain, reservation.id).apply(
+        placements = pulumi.Output.all(domain, reservation.id).apply(
             lambda a: [_placement(where.subnet_id, a[0], capacity_reservation_id=a[1])])
         outputs["capacity_reservation_id"] = reservation.id
     else:
