@@ -151,7 +151,7 @@ def test_the_pack_has_one_policy_per_rule_with_its_level():
     assert levels == {"gpu-pool-taint": "mandatory", "gpu-pool-attribution-labels": "mandatory",
                       "spot-gpu-pool-checkpointing": "mandatory", "inference-pool-not-spot-only": "mandatory",
                       "dev-pool-auto-stop": "mandatory", "stack-gpu-budget": "mandatory",
-                      "node-pool-replacement": "advisory"}
+                      "node-pool-replacement": "advisory", "inference-floor-spread": "advisory"}
     assert POLICIES["gpu-pool-attribution-labels"].config_schema.properties["labels"]["default"] == [
         "team",
         "environment",

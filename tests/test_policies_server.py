@@ -47,7 +47,7 @@ def test_the_engine_sees_every_policy_with_its_level_and_schema(analyzer):
     policies = {p.name: p for p in info.policies}
     assert sorted(policies) == sorted(["gpu-pool-taint", "gpu-pool-attribution-labels", "spot-gpu-pool-checkpointing",
                                        "inference-pool-not-spot-only", "dev-pool-auto-stop", "stack-gpu-budget",
-                                       "node-pool-replacement"])
+                                       "node-pool-replacement", "inference-floor-spread"])
     assert policies["node-pool-replacement"].enforcementLevel == analyzer_pb2.ADVISORY
     assert policies["gpu-pool-taint"].enforcementLevel == analyzer_pb2.MANDATORY
     schema = json_format.MessageToDict(policies["stack-gpu-budget"].configSchema.properties)

@@ -40,6 +40,7 @@ class Feature(enum.Enum):
     NATIVE_SCHEDULE = "scaling a node pool on a timetable with a cloud resource"
     SPOT = "spot / preemptible capacity"
     FRACTIONAL_SHARING = "enforced GPU fractions (HAMi's device plugin and scheduler)"
+    INSTANCE_TYPE_ALTERNATIVES = "several instance types in one spot node pool"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,6 +261,9 @@ class Cloud:
     disk_gib_range: ClassVar[tuple[int, int, str]] = (1, 65536, "")
     # The target setting that lists the zones (or availability domains) the pools launch in, if any.
     zone_setting: ClassVar[str | None] = None
+    # The target setting whose entries a workload's `availability` spreads its floor over, one
+    # reservation each (None: `zone_setting`); each entry must lie in a zone of its own.
+    spread_setting: ClassVar[str | None] = None
     # Why a reserved floor is not spread over zones when `floor_spread` gives nothing: said in a plan
     # warning, since one zone outage can then take the whole floor (None: nothing to say).
     single_zone_floor: ClassVar[str | None] = None
@@ -381,6 +385,19 @@ class Cloud:
         and its backend can do it; () when the floor sits in one zone (`single_zone_floor` says why)."""
         del zones, nodes
         return ()
+
+    def spread_units(self, settings: Mapping[str, object]) -> tuple[str | None, tuple[str, ...]]:
+        """The setting a workload's `availability` spreads over, and its entries (zones, availability
+        domains, or subnets that each fix a zone)."""
+        setting = self.spread_setting or self.zone_setting
+        value = settings.get(setting) if setting else None
+        return setting, tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
+
+    def availability_spread(self, units: tuple[str, ...], nodes: int) -> tuple[tuple[str, int], ...]:
+        """A reserved floor of `nodes` under `availability`, balanced over `units` (one reservation, and on
+        zonal node groups one group, each): the floors are sized as a multiple of the units' count."""
+        base, extra = divmod(nodes, len(units))
+        return tuple((unit, base + (1 if i < extra else 0)) for i, unit in enumerate(units) if base or i < extra)
 
     def check_pool(self, pool: Pool) -> list[str]:
         """Problems with a planned pool on this cloud, checked before anything is rendered because the

@@ -233,7 +233,11 @@ def drift_changes(disruption_doc: str) -> dict[str, str]:
 
 class KarpenterProvisioner(Provisioner):
     """A cloud's Karpenter: the NodePool, its overlay and the checks here; the node class in the subclass."""
-
+    # The NodePool's node class selects its reservation(s) as declared for the floor today: one, in the
+    # first subnet or domain; Karpenter itself launches into the zones the pods' spread asks for.
+    spread_reservations_gap: ClassVar[str | None] = (
+        "the node class launches into the one capacity reservation of the floor, in one zone; Karpenter "
+        "follows the pods' topology spread for every other node, on demand")
     release: ClassVar[str]
     docs: ClassVar[KarpenterDocs]
     compiled_type: ClassVar[type[KarpenterPool]] = KarpenterPool
@@ -290,8 +294,9 @@ class KarpenterProvisioner(Provisioner):
         return f"instance type {pool.instance_type!r}"
 
     def instance_type_requirements(self, pool: Pool) -> tuple[Requirement, ...]:
-        """The requirements that pin the pool's instance type (default: the instance-type label In the one)."""
-        return (Requirement(self.instance_type_label, "In", (pool.instance_type,)),)
+        """The requirements that pin the pool's instance types (default: the instance-type label In the one,
+        or In the spot pool's alternatives, which Karpenter chooses among per launch)."""
+        return (Requirement(self.instance_type_label, "In", pool.instance_types or (pool.instance_type,)),)
 
     def node_class_fields(self, pool: Pool, target: Target) -> dict[str, Any]:
         """The compiled node class's fields (those `compiled_type` adds to `KarpenterPool`)."""
@@ -443,6 +448,6 @@ def node_objects(provisioner: KarpenterProvisioner, pool: Pool, labels: Mapping[
     overlay = {"apiVersion": OVERLAY_API, "kind": "NodeOverlay", "metadata": {"name": c.name, "labels": dict(labels)},
                "spec": {"requirements": [{"key": NODEPOOL_LABEL, "operator": "In", "values": [c.name]},
                                          {"key": provisioner.instance_type_label, "operator": "In",
-                                          "values": [pool.instance_type]}],
+                                          "values": list(pool.instance_types or (pool.instance_type,))}],
                         "capacity": dict(c.overlay_capacity)}}
     return node_class, overlay, node_pool

@@ -97,6 +97,12 @@ class Provisioner:
     # Whether a pool's min_nodes are kept running by the provisioner itself (node groups' minimum size);
     # where not, a pool at zero is the rule and what the autoscaler simulates matters for every scale-up.
     keeps_min_nodes: ClassVar[bool] = True
+    # Why a floor under a workload's `availability` keeps one reservation in one zone here (None: the
+    # backend declares one reservation per zone of the spread); the pods are still spread.
+    spread_reservations_gap: ClassVar[str | None] = None
+    # Why a pool's alternative instance types of different sizes mislead its autoscaler (which models a
+    # node group by one of them), with the source; None where each node is sized for its pods.
+    mixed_sizes_gap: ClassVar[str | None] = None
 
     def __init__(self, cloud: Cloud) -> None:
         self.cloud = cloud

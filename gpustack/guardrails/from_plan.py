@@ -59,6 +59,10 @@ class SpecSpelling:
     def field(self, view: PoolView, plan_field: str) -> str:
         return plan_field
 
+    def availability(self, view: PoolView) -> str:
+        return (f"add `availability: {{zones: 2, max_replicas_per_node: 1}}` to {_workloads(view)} (its floor is "
+                "then planned on nodes in two zones, with topology spread constraints on its pods)")
+
 
 SPEC_SPELLING = SpecSpelling()
 
@@ -79,6 +83,7 @@ def pool_view(target: TargetPlan, pool: Pool, replacements: tuple[str, ...] = ()
         scheduled=pool.schedule is not None and bool(pool.schedule.stop_crons), workloads=pool.workloads, cloud_name=pool.cloud_name,
         pool_label=pool.name, replacements=replacements, drifts=drifts, provisioner=target.provisioner,
         label_conflicts={key: dict(values) for key, values in pool.label_conflicts},
+        floor_zones=len(pool.spread_zones or pool.reservations) or 1,
     )
 
 

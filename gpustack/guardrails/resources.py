@@ -124,6 +124,9 @@ class ResourceSpelling:
     def field(self, view: PoolView, plan_field: str) -> str:
         return self.kind.paths.get(plan_field, plan_field)
 
+    def availability(self, view: PoolView) -> str:
+        return "spread the floor over zones: one reservation and one node group per zone, or a zonal pool"
+
 
 def stack_of(urn: str) -> str:
     """The stack named in a URN (urn:pulumi:<stack>::<project>::<type>::<name>)."""

@@ -109,6 +109,22 @@ def inference_not_spot_only(view: PoolView, options: Mapping[str, Any]) -> Itera
                                  "serving down", f"serve from {view.spelling.capacity(view, ON_DEMAND)}", view.urn)
 
 
+# -- an inference floor survives a node and a zone -------------------------------------------------
+def inference_floor_spread(view: PoolView, options: Mapping[str, Any]) -> Iterable[Finding]:
+    del options
+    if not view.is_gpu or view.kind != "inference" or not view.min_nodes or view.floor_zones is None:
+        return
+    if view.min_nodes == 1:
+        risk = "sits on one node, so one node lost (a hardware fault, an upgrade, a reclaim) takes all of it"
+    elif view.floor_zones < 2:
+        risk = (f"sits on {view.min_nodes} nodes that may all be in one zone, so one zone outage can take all "
+                "of it")
+    else:
+        return
+    yield Finding(view.name, f"the serving floor of inference pool{_workloads(view)} {risk}",
+                  view.spelling.availability(view), view.urn)
+
+
 # -- notebook / dev pools scale to zero and have a schedule ----------------------------------------
 def _is_dev_pool(view: PoolView, options: Mapping[str, Any]) -> bool:
     if not view.is_gpu:
@@ -248,6 +264,8 @@ RULES: tuple[Rule, ...] = (
          spot_needs_checkpointing, reads=_GPU | {"capacities"}),
     Rule("inference-pool-not-spot-only", "Inference pools never run on spot capacity alone.", MANDATORY, "pool",
          inference_not_spot_only, reads=_GPU | {"capacities"}),
+    Rule("inference-floor-spread", "An inference workload's serving floor spans two nodes and two zones.",
+         ADVISORY, "pool", inference_floor_spread, reads=_GPU | {"min_nodes"}),
     Rule("dev-pool-auto-stop", "Notebook and dev GPU pools can scale to zero and have an auto-stop schedule.",
          MANDATORY, "pool", dev_pool_auto_stop,
          {"kinds": {"type": "array", "items": {"type": "string"}, "default": ["notebook"],

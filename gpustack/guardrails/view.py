@@ -52,6 +52,8 @@ class Spelling(Protocol):
 
     def field(self, view: PoolView, plan_field: str) -> str: ...
 
+    def availability(self, view: PoolView) -> str: ...
+
 
 @dataclasses.dataclass(frozen=True)
 class PoolView:
@@ -90,6 +92,9 @@ class PoolView:
     # plan pools: label key -> {workload: value} where the pool's workloads disagree (no node label then)
     label_conflicts: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
     provisioner: str = ""  # how the pool is provisioned ("": the cloud's default)
+    # plan pools: the zones the nodes kept at min_nodes are spread over (reservations or an availability
+    # spread), 1 when they may all sit in one; None when unknown (resources say nothing of the pods' spread)
+    floor_zones: int | None = None
 
     @property
     def spot_only(self) -> bool:

@@ -165,6 +165,16 @@ class AutoStopChoice:
 
 
 @dataclasses.dataclass(frozen=True)
+class TopologySpread:
+    """One topology spread constraint of a workload's pods (`availability`): at most `max_skew` more of them
+    in one domain than in the emptiest, counting as empty every domain missing below `min_domains`."""
+
+    topology_key: str  # topology.kubernetes.io/zone | kubernetes.io/hostname
+    max_skew: int
+    min_domains: int
+
+
+@dataclasses.dataclass(frozen=True)
 class PodRequest:
     """What every pod of one workload must carry to land on its pools, and only there."""
 
@@ -187,6 +197,17 @@ class PodRequest:
     # Every label of its pods: `labels`, gpustack.dev/workload, and gpustack.dev/checkpointing "true"
     # where a checkpointed workload may run on spot (what a disruption policy and cost reports read).
     pod_labels: Pairs = ()
+    topology_spread: tuple[TopologySpread, ...] = ()  # `availability`: over zones and nodes
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolAvailability:
+    """What a workload's `availability` asks of its pool, and what it costs beyond packing alone."""
+
+    zones: int
+    max_replicas_per_node: int | None
+    nodes_without: int  # the nodes packing alone would give (at the peak)
+    extra_monthly_usd: float  # what the spread adds to the pool's monthly cost
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,6 +249,13 @@ class Pool:
     zones: tuple[str, ...] = ()  # the zones the pool launches in, when the plan names them (else the target's)
     # A reserved floor spread over zones, one reservation per zone: (zone, nodes); () = one reservation
     reservations: tuple[tuple[str, int], ...] = ()
+    # A workload's `availability`: the zones (or the subnets / availability domains that fix them) its
+    # replicas spread over, balanced by topology spread constraints; () when no spread is asked.
+    spread_zones: tuple[str, ...] = ()
+    # A spot pool over several instance types (the workloads' `instance_types` lists), `instance_type`
+    # first; () when the pool has the one type.
+    instance_types: tuple[str, ...] = ()
+    availability: PoolAvailability | None = None
     # What one node offers once its device plugin runs (extended resources -> count), which the
     # cloud's autoscaler must also see on the template node of the pool at zero.
     node_offers: tuple[tuple[str, int], ...] = ()
@@ -515,6 +543,12 @@ def _pool(p: Pool) -> dict[str, Any]:
         "disk": {"size_gib": p.disk_gib, "reason": p.disk_reason},
         "zones": list(p.zones),
         "reservations": [{"zone": zone, "nodes": nodes} for zone, nodes in p.reservations],
+        "spread_zones": list(p.spread_zones),
+        "instance_types": list(p.instance_types or (p.instance_type,)),
+        "availability": None if p.availability is None else {
+            "zones": p.availability.zones, "max_replicas_per_node": p.availability.max_replicas_per_node,
+            "nodes_without": p.availability.nodes_without,
+            "extra_monthly_usd": money(p.availability.extra_monthly_usd)},
         "node_offers": dict(p.node_offers),
         "node_allocatable": dict(p.node_allocatable),
         "mig_strategy": p.mig_strategy,
@@ -545,7 +579,10 @@ def _pod_request(r: PodRequest) -> dict[str, Any]:
                              "detected": r.autostop.detected}} if r.autostop else {}),
             **({"annotations": dict(r.annotations)} if r.annotations else {}),
             **({"termination_grace_period_seconds": r.termination_grace_seconds}
-               if r.termination_grace_seconds is not None else {})}
+               if r.termination_grace_seconds is not None else {}),
+            **({"topology_spread": [{"topology_key": t.topology_key, "max_skew": t.max_skew,
+                                     "min_domains": t.min_domains} for t in r.topology_spread]}
+               if r.topology_spread else {})}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:

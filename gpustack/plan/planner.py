@@ -19,12 +19,13 @@ from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import fallback, idle, offers, pool_types
+from gpustack.plan import alternatives, fallback, idle, offers, pool_types
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
 from gpustack.plan.model import AutoStopChoice, IdlePolicy, Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
+from gpustack.plan.spread import topology_spread
 from gpustack.plan.pools import (
     CHECKPOINTING_LABEL, WORKLOAD_LABEL, Demand, PoolKey, build_floor_and_burst, build_pool, floor_and_burst_cost,
     pool_cost, shares_tag,
@@ -32,7 +33,7 @@ from gpustack.plan.pools import (
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.autostop import DETECTED
 from gpustack.spec.load import pinned_key
-from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target, Workload
+from gpustack.spec.model import HOURS_PER_MONTH, Availability, Spec, Target, Workload
 from gpustack.spec.units import timezone_advice
 from gpustack.spec.yamlsource import path_str
 
@@ -85,6 +86,7 @@ class _TargetPlanner:
         self.problems = problems
         self.warnings: list[Warning] = []
         self.notes: list[str] = []
+        self.max_nodes: dict[str, int] = {}  # pool -> max_nodes, once the pools are built
 
     def problem(self, workload: Workload | None, field: str, message: str, path: tuple[str | int, ...] = ()) -> None:
         path = path or (("workloads", workload.index, field) if workload else ("targets", self.target.index))
@@ -118,6 +120,7 @@ class _TargetPlanner:
         pools.sort(key=lambda p: p.name)
         self.check_names(pools)
         self.check_reservation_settings(pools)
+        pools = [self.over_types(pool) for pool in pools]
         pools = [self.placed(pool, zones) for pool in pools]
         pools = list(fallback.mark_pools(pools, self.provisioner))  # a ComputeClass: the pools' label and taint
         annotated, pod_requests, gaps = offers.annotate(pools, self.provisioner)
@@ -149,6 +152,7 @@ class _TargetPlanner:
         keda = idle.scaled_by_keda(self.spec, self.target, tuple(pools), policies)
         url = self.target.setting("prometheus_url")
         spot = frozenset(p.name for p in pools if p.capacity == "spot")
+        self.max_nodes = {p.name: p.max_nodes for p in pools}
         return dataclasses.replace(planned, pod_requests=tuple(self.owned(r, spot) for r in pod_requests),
                                    provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools),
                                    autostop=str(self.target.setting("autostop", "cronjob")),
@@ -174,7 +178,9 @@ class _TargetPlanner:
         if workload.checkpointing and spot_pools.intersection(request.pools):
             pod_labels[CHECKPOINTING_LABEL] = "true"
         annotations, grace = self.provisioner.pod_protection(workload.kind, workload.checkpointing)
-        return dataclasses.replace(request, namespace=workload.namespace, kind=workload.kind,
+        spread = topology_spread(workload.availability, sum(self.max_nodes.get(p, 0) for p in request.pools)) \
+            if workload.availability else ()
+        return dataclasses.replace(request, namespace=workload.namespace, kind=workload.kind, topology_spread=spread,
                                    labels=tuple(sorted(labels.items())), checkpointing=workload.checkpointing,
                                    pod_labels=tuple(sorted(pod_labels.items())),
                                    autostop=autostop_choice(workload), annotations=annotations,
@@ -309,7 +315,8 @@ class _TargetPlanner:
         return PoolKey(workload.kind, gpu.name, sharing, part.capacity, part.role == "fallback", instance,
                        (schedule.canonical_days, schedule.canonical_hours, schedule.timezone) if schedule else None,
                        tuple(self.spec.label_of(workload, key) for key in self.spec.split_by),
-                       disk, str(self.target.setting("pool_names") or ""))
+                       disk, str(self.target.setting("pool_names") or ""),
+                       spread=f"{workload.name}-{workload.availability.tag}" if workload.availability else "")
 
     @staticmethod
     def hours(workload: Workload, part: Part) -> float:
@@ -462,11 +469,54 @@ class _TargetPlanner:
                                          f"zones, and only {', '.join(offered)} of {self.target.region} offer "
                                          f"{pool.gpu}: list those zones in settings.{setting}", pool=pool.name)
         spread = self.cloud.floor_spread(here, pool.reserved_nodes) if pool.reserved_nodes else ()
+        availability = self.availability_of(pool)
+        if availability is not None:
+            return self.spread(pool, here, availability)
         if pool.reserved_nodes >= 2 and not spread and self.cloud.single_zone_floor:
             self.warn("floor-single-zone", f"the reserved floor of pool {pool.name!r} ({pool.reserved_nodes} nodes) "
                                            f"is not spread over zones, so one zone outage can take all of it: "
                                            f"{self.cloud.single_zone_floor}", pool=pool.name)
         return dataclasses.replace(pool, zones=here, reservations=spread)
+
+    def over_types(self, pool: Pool) -> Pool:
+        """A spot pool over the instance types its workloads list (`gpustack.plan.alternatives`)."""
+        types = alternatives.listed_types(self.spec, pool, self.target.cloud) if pool.capacity == "spot" else ()
+        if not types:
+            return pool
+        rows = {r.name: r for r in self.rows}
+        spread, warnings = alternatives.spread_over_types(pool, types, rows, self.prices, self.provisioner)
+        for message in warnings:
+            self.warn("capability-gap" if spread is pool else "mixed-instance-types", message, pool=pool.name)
+        return spread
+
+    def availability_of(self, pool: Pool) -> Availability | None:
+        """The `availability` of the one workload of a spread pool (its key gave it a pool of its own)."""
+        if len(pool.workloads) != 1:
+            return None
+        return self.spec.workload(pool.workloads[0]).availability
+
+    def spread(self, pool: Pool, here: tuple[str, ...], availability: Availability) -> Pool:
+        """A spread pool placed over the workload's zones: its floor one reservation per zone."""
+        workload = self.spec.workload(pool.workloads[0])
+        setting, units = self.cloud.spread_units(dict(self.target.settings))
+        if setting == self.cloud.zone_setting and here:
+            units = here  # only the zones that offer the pool's GPU
+        if availability.zones > 1 and len(units) < availability.zones:
+            named = f"settings.{setting} gives {len(units)}: {', '.join(units) or 'none'}" if setting \
+                else f"{self.cloud.display_name} targets name no zones"
+            self.problem(workload, "", f"{availability.zones} zones asked, but target {self.target.name!r} has fewer "
+                                       f"where {pool.gpu} can go ({named}); list at least {availability.zones}"
+                                       + (f" in settings.{setting}" if setting else ""),
+                         path=("workloads", workload.index, "availability", "zones"))
+            return pool
+        used = units[:availability.zones] if availability.zones > 1 else ()
+        reservations = self.cloud.availability_spread(used, pool.reserved_nodes) if used and pool.reserved_nodes \
+            else ()
+        if reservations and (gap := self.provisioner.spread_reservations_gap):
+            reservations = ()
+            self.warn("floor-single-zone", f"the reserved floor of pool {pool.name!r} is spread by its pods, not by "
+                                           f"its reservation: {gap}", pool=pool.name)
+        return dataclasses.replace(pool, zones=here, reservations=reservations, spread_zones=used)
 
     def check_names(self, pools: list[Pool]) -> None:
         seen: dict[str, str] = {}

@@ -19,9 +19,12 @@ from gpustack.plan.disks import default_disk_gib, disk_reason
 from gpustack.plan.choices import Part
 from gpustack.plan.fractions import pack_fractions
 from gpustack.plan.mig_packing import nodes_for, pack_mig
-from gpustack.plan.model import MigGroup, NvidiaConfig, Placement, Pool, PoolGpus, ScheduleWindow, Sharing, Taint
+from gpustack.plan.model import (
+    MigGroup, NvidiaConfig, Placement, Pool, PoolAvailability, PoolGpus, ScheduleWindow, Sharing, Taint,
+)
 from gpustack.plan.packing import DoesNotFit, Item, NodeShape, Packing, pack_shares
 from gpustack.plan.prices import PriceBook
+from gpustack.plan.spread import cost_note, spread_packing
 from gpustack.schedules import window_crons
 from gpustack.spec.model import HOURS_PER_MONTH, JOB_KINDS, Spec, Workload
 
@@ -67,6 +70,9 @@ class PoolKey:
     disk: int | None = None  # root volume GiB asked by the spec, when not the default (a pool has one size)
     # How the cloud shortens names (a target setting where the cloud has one); not part of the plan name.
     naming: str = ""
+    # A workload's `availability`: its pools hold it alone, spread ('<workload>-z2n1'); '' for every other
+    # pool, so giving one workload availability renames no pool of another.
+    spread: str = ""
 
     def readable(self) -> str:
         parts = [_KIND_TAGS[self.kind], self.gpu, "" if self.sharing == "whole" else self.sharing,
@@ -76,6 +82,8 @@ class PoolKey:
         parts.extend(value or "none" for value in self.split)
         if self.disk is not None:
             parts.append(f"disk{self.disk}")
+        if self.spread:
+            parts.append(self.spread)
         return "-".join(slug(p) for p in parts if p)
 
     def name(self) -> str:
@@ -141,6 +149,7 @@ class Share:
     requested_lower_bound: int | None = None
     nodes_lower_bound: int | None = None
     bounds: tuple[tuple[str, int], ...] | None = None
+    plain_nodes: int | None = None  # under `availability`: this pool's nodes with packing alone
 
 
 def build_pool(key: PoolKey, name: str, demands: list[Demand], *, spec: Spec, provisioner: Provisioner,
@@ -209,6 +218,16 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], *, spec: Spec, pr
     notes.extend(_packing_notes(gpus, carried_demands, nodes, sharing))
     if share is not None and share.note:
         notes.append(share.note)
+    availability = None
+    if key.spread and (spread_asked := demands[0].workload.availability) is not None:
+        plain = share.plain_nodes if share is not None else _pack(demands, node, gpu.mig, _all_replicas,
+                                                                    spread=False).nodes
+        plain = nodes if plain is None else plain
+        per_node_hours = node_hours / nodes if nodes else 0.0
+        availability = PoolAvailability(spread_asked.zones, spread_asked.max_replicas_per_node, plain,
+                                        max(0, nodes - plain) * price.usd_per_node_hour * per_node_hours)
+        if nodes > plain:
+            notes.append(cost_note(spread_asked, nodes, plain, price.usd_per_node_hour, per_node_hours))
     disk = key.disk if key.disk is not None else default_disk_gib(gpu)
     checkpointed = _checkpointed(key, carried_demands)
     return Pool(
@@ -249,6 +268,7 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], *, spec: Spec, pr
         nvidia=_nvidia(sharing, cloud),
         provisioner=provisioner.name,
         checkpointed=checkpointed,
+        availability=availability,
     )
 
 
@@ -359,7 +379,7 @@ def _node_shape(row: InstanceType, ask: Ask, provisioner: Provisioner) -> NodeSh
 
 def _floor_nodes(floor: list[Demand], node: NodeShape, mig: MigModel | None, peak: Packing, most: int) -> int:
     """Nodes that hold every floor replica (part.min_replicas) on nodes packed for the peak."""
-    if floor[0].ask.mode == "mig":
+    if floor[0].ask.mode == "mig" and floor[0].workload.availability is None:
         # The floor runs on nodes with the pool's layouts (sized for the peak), not layouts of its own.
         carried = [layout for layout in peak.mig_layouts if layout]
         return nodes_for(_items(floor, lambda d: d.part.min_replicas), carried, node, most)
@@ -377,6 +397,12 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
     """
     demands, row, gpu, node, peak, floor_nodes = _split(floor_key, floor, burst, provisioner, catalog)
     burst_nodes = peak.nodes - floor_nodes
+    plain_floor = plain_burst = None
+    if floor_key.spread:  # what packing alone would give each pool, for the price of the spread
+        plain_peak = _pack(demands, node, gpu.mig, _all_replicas, spread=False)
+        plain_floor = min(plain_peak.nodes, _pack(floor, node, gpu.mig, lambda d: d.part.min_replicas,
+                                                  spread=False).nodes)
+        plain_burst = plain_peak.nodes - plain_floor
     alone = _pack(floor, node, gpu.mig, lambda d: d.part.min_replicas)
     # At the peak the reserved nodes are the ones filled first: they carry their GPUs' share of the use.
     if demands[0].ask.mode == "mig":
@@ -393,13 +419,15 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
                         lower_bound=floor_lower, node_hours=floor_nodes * HOURS_PER_MONTH,
                         replicas=lambda d: d.part.min_replicas if id(d) in floors else 0,
                         requested_lower_bound=min(floor_requested, floor_lower),
-                        nodes_lower_bound=min(alone.nodes_lower_bound, floor_nodes), bounds=floor_bounds)
+                        nodes_lower_bound=min(alone.nodes_lower_bound, floor_nodes), bounds=floor_bounds,
+                        plain_nodes=plain_floor)
     if burst_nodes == 0:
         # The reserved nodes hold the peak: they carry every replica, and no burst pool is needed.
         everything = Share(packing=peak, nodes=floor_nodes, min_nodes=floor_nodes, gpus_required=peak.gpus_required,
                            lower_bound=peak.lower_bound, node_hours=floor_nodes * HOURS_PER_MONTH,
                            replicas=_all_replicas,
-                           note="The reserved nodes have room for the peak as well: no on-demand burst pool.")
+                           note="The reserved nodes have room for the peak as well: no on-demand burst pool.",
+                           plain_nodes=None if plain_floor is None else plain_floor + (plain_burst or 0))
         return [build_pool(floor_key, floor_name, demands, spec=spec, provisioner=provisioner, catalog=catalog,
                            prices=prices, share=everything)]
     at_least = [d for d in demands if d.part.min_replicas]
@@ -417,7 +445,8 @@ def build_floor_and_burst(floor_key: PoolKey, floor_name: str, burst_key: PoolKe
                             bursting(d) * d.ask.requested_share for d in demands))),
                         nodes_lower_bound=min(burst_nodes, max(0, peak.nodes_lower_bound - floor_nodes)),
                         bounds=tuple((name, min(burst_required, max(0, value - floor_by_name.get(name, 0))))
-                                     for name, value in peak.bounds))
+                                     for name, value in peak.bounds),
+                        plain_nodes=plain_burst)
     return [build_pool(floor_key, floor_name, demands, spec=spec, provisioner=provisioner, catalog=catalog,
                        prices=prices, share=floor_share),
             build_pool(burst_key, burst_name, demands, spec=spec, provisioner=provisioner, catalog=catalog,
@@ -482,7 +511,14 @@ def workload_hours(workload: Workload) -> float:
     return workload.hours_per_month or HOURS_PER_MONTH
 
 
-def _pack(demands: list[Demand], node: NodeShape, mig, count) -> Packing:  # type: ignore[no-untyped-def]
+def _pack(demands: list[Demand], node: NodeShape, mig, count, spread: bool = True) -> Packing:  # type: ignore[no-untyped-def]
+    """The packing of `count(d)` replicas of each demand; under the workload's `availability` (its pools
+    hold it alone) spread over zones and nodes (`gpustack.plan.spread`) unless `spread` is False."""
+    availability = demands[0].workload.availability if spread else None
+    if availability is not None and len({d.workload.name for d in demands}) == 1:
+        template = next((d for d in demands if count(d)), demands[0])
+        return spread_packing(sum(count(d) for d in demands), availability,
+                              lambda n: _pack([template], node, mig, lambda _: n, spread=False))
     try:
         mode = demands[0].ask.mode
         return _packed(tuple(_items(demands, count)), node, mig if mode == "mig" else None, mode == "fractional")

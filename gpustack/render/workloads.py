@@ -90,9 +90,21 @@ def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
     pod_spec["tolerations"] = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations]
     if request.termination_grace_seconds is not None:
         pod_spec["terminationGracePeriodSeconds"] = request.termination_grace_seconds
+    if request.topology_spread:  # the workload's availability (gpustack.plan.spread)
+        pod_spec["topologySpreadConstraints"] = spread_constraints(request)
     return WorkloadWiring(request.workload, request.namespace, OBJECT_KINDS.get(request.kind, "Deployment"),
                           dict(request.pod_labels), dict(sorted(labels.items())), pod_spec,
                           resources(request), dict(sorted(request.annotations)))
+
+
+def spread_constraints(request: PodRequest) -> list[dict[str, Any]]:
+    """The pods' topology spread constraints, counting the workload's own pods of one revision
+    (matchLabelKeys pod-template-hash: a Deployment's rollout does not count the old pods)."""
+    revision = {"matchLabelKeys": ["pod-template-hash"]} if OBJECT_KINDS.get(request.kind) == "Deployment" else {}
+    return [{"topologyKey": t.topology_key, "maxSkew": t.max_skew, "minDomains": t.min_domains,
+             "whenUnsatisfiable": "DoNotSchedule",
+             "labelSelector": {"matchLabels": {WORKLOAD_LABEL: request.workload}}, **revision}
+            for t in request.topology_spread]
 
 
 def wirings(target: TargetPlan) -> tuple[WorkloadWiring, ...]:

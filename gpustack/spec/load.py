@@ -20,6 +20,8 @@ from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
 from gpustack.spec.idle import check_prometheus, read_idle
 from gpustack.spec.autostop import read_autostop
+from gpustack.spec.alternatives import read_alternatives
+from gpustack.spec.availability import read_availability
 from gpustack.spec.model import (
     CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
     TYPE_CHANGE_SAVING, Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec,
@@ -55,7 +57,8 @@ TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
-                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop")
+                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop",
+                     "availability")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 # Namespaces a workload may not live in: the cluster's own (Kubernetes reserves the `kube-` prefix,
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces)
@@ -413,7 +416,8 @@ class _SpecReader(Reader):
             self.problem(field["namespace"], f"{namespace} is a system namespace (kube-* or one gpustack installs: "
                                              f"{', '.join(INSTALLED_NAMESPACES)}); put the workload in a namespace "
                                              f"of its own, e.g. 'default' or the team's")
-        pins = self.instance_pins(field["instance_types"], value["instance_types"]) if "instance_types" in value else ()
+        pins, alternatives = self.instance_pins(field["instance_types"], value["instance_types"], kind) \
+            if "instance_types" in value else ((), ())
         burst_share = None
         if "burst_share" in value:
             burst_share = self.number(field["burst_share"], value["burst_share"], minimum=0, maximum=1)
@@ -425,6 +429,8 @@ class _SpecReader(Reader):
         autostop = read_autostop(self, field["autostop"], value["autostop"], kind, "schedule" in value,
                                  idle or None) \
             if "autostop" in value else None
+        availability = read_availability(self, field["availability"], value["availability"], kind) \
+            if "availability" in value else None
         if len(self.problems) > before:
             return BAD
         return Workload(
@@ -432,25 +438,35 @@ class _SpecReader(Reader):
             gpu_fraction=gpu_fraction, cpu=cpu, memory_gib=memory, replicas=replicas, checkpointing=checkpointing,
             schedule=schedule, hours_per_month=hours, runs_per_month=runs, requests_per_hour=requests,
             labels=labels, capacity=cast(Capacity | None, capacity), sharing=cast(SharingMode | None, sharing),
-            namespace=namespace, index=index, instance_types=pins,
+            namespace=namespace, index=index, instance_types=pins, spot_alternatives=alternatives,
             burst_share=burst_share,
-            disk_gib=disk, idle=idle, autostop=autostop,
+            disk_gib=disk, idle=idle, autostop=autostop, availability=availability,
         )
 
-    def instance_pins(self, path: Path, value: Any) -> Any:
-        """{cloud: instance type}: clouds by name or alias; the types are checked per target later."""
+    def instance_pins(self, path: Path, value: Any, kind: Any = None) -> Any:
+        """{cloud: instance type, or a list of them}: clouds by name or alias; the types are checked per
+        target later. A list is the spot pool's alternatives (gpustack/spec/alternatives.py): its first type
+        is the pin, the others the types the spot pool may also launch."""
         if not isinstance(value, dict):
             return self.problem(path, "expected a mapping of cloud to instance type, e.g. {<cloud>: <instance type>}")
         pins = []
+        lists = []
         for key, name in value.items():
             if path + (key,) in self.doc.typed_keys:
                 self.typed_key_problem(path + (key,))
                 continue
             cloud = self.choice(path + (key,), key, CLOUDS.names(), CLOUDS.aliases())
+            if isinstance(name, list):
+                types = read_alternatives(self, path + (key,), name, kind)
+                if cloud and types:
+                    pins.append((cloud, types[0]))
+                    if len(types) > 1:
+                        lists.append((cloud, types))
+                continue
             instance = self.string(path + (key,), name)
             if cloud and instance:
                 pins.append((cloud, instance))
-        return tuple(sorted(pins))
+        return tuple(sorted(pins)), tuple(sorted(lists))
 
     def gpu(self, path: Path, value: Any) -> Any:
         if not isinstance(value, str):
@@ -655,17 +671,25 @@ class _SpecReader(Reader):
                 pinned = workload.pinned_instance(target.cloud)
                 if pinned is None:
                     continue
-                row = self.catalog.instance(target.cloud, target.region, pinned)
-                if row is not None and row.gpu == workload.gpu:
-                    continue
-                offered = sorted(r.name for r in self.catalog.in_region(target.cloud, target.region)
-                                 if r.gpu == workload.gpu)
-                why = (f"has {row.gpu} GPUs, not {workload.gpu}" if row is not None
-                       else f"is not in the {self.catalog_name()} for {target.region} ({ADD_ROWS})")
-                path = ("workloads", workload.index, "instance_types", pinned_key(self.doc, workload.index,
-                                                                                  target.cloud))
-                self.problem(path, f"{pinned!r} {why} (target {target.name!r}){did_you_mean(pinned, offered)}; "
-                                   f"{workload.gpu} types there: {one_of(offered)}")
+                listed = workload.alternatives(target.cloud)
+                base: Path = ("workloads", workload.index, "instance_types",
+                              pinned_key(self.doc, workload.index, target.cloud))
+                first = self.catalog.instance(target.cloud, target.region, pinned)
+                for j, name in enumerate(listed or (pinned,)):
+                    row = self.catalog.instance(target.cloud, target.region, name)
+                    if row is not None and row.gpu == workload.gpu:
+                        if first is not None and first.gpu == workload.gpu and row.gpus != first.gpus:
+                            self.problem(base + (j,), f"{name!r} has {row.gpus} GPUs per node and {pinned!r} "
+                                                      f"{first.gpus}: the alternatives of one spot pool hold the "
+                                                      "same replicas per node, so they need the same GPU count")
+                        continue
+                    offered = sorted(r.name for r in self.catalog.in_region(target.cloud, target.region)
+                                     if r.gpu == workload.gpu)
+                    why = (f"has {row.gpu} GPUs, not {workload.gpu}" if row is not None
+                           else f"is not in the {self.catalog_name()} for {target.region} ({ADD_ROWS})")
+                    self.problem(base + ((j,) if listed else ()),
+                                 f"{name!r} {why} (target {target.name!r}){did_you_mean(name, offered)}; "
+                                 f"{workload.gpu} types there: {one_of(offered)}")
 
     def check_offered(self, targets: list[Target], workloads: list[Workload]) -> None:
         by_name = {w.name: w for w in workloads}

@@ -110,6 +110,20 @@ class AutoStop:
 
 
 @dataclasses.dataclass(frozen=True)
+class Availability:
+    """`availability` of an inference workload (gpustack/spec/availability.py): its replicas spread over
+    `zones` zones, at most `max_replicas_per_node` of them on one node (None: as many as fit)."""
+
+    zones: int
+    max_replicas_per_node: int | None
+
+    @property
+    def tag(self) -> str:
+        """A short, stable tag for pool names: 'z2n1' (2 zones, 1 replica per node), 'z2' (no node limit)."""
+        return f"z{self.zones}" + (f"n{self.max_replicas_per_node}" if self.max_replicas_per_node else "")
+
+
+@dataclasses.dataclass(frozen=True)
 class Replicas:
     min: int
     max: int
@@ -145,6 +159,13 @@ class Workload:
     disk_gib: int | None = None  # root / boot volume per node, as asked (None: the default for the GPU)
     idle: Idle | None = None  # None: the per-pool idle alert only
     autostop: AutoStop | None = None  # what auto-stop stops (None: detected by the workload label)
+    availability: Availability | None = None  # inference: zones and replicas per node (None: no spread asked)
+    # cloud -> the instance types a spot pool may launch, the pin first (`instance_types` given as a list)
+    spot_alternatives: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def alternatives(self, cloud: str) -> tuple[str, ...]:
+        """The instance types listed for `cloud`, the pin first; () when one type (or none) is given."""
+        return dict(self.spot_alternatives).get(cloud, ())
 
     def pinned_instance(self, cloud: str) -> str | None:
         return dict(self.instance_types).get(cloud)

@@ -93,13 +93,14 @@ def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[s
 
 
 def declare_reservation(pool: Pool, reservation: CapacityReservation, subnet_id: str, tags: dict[str, str],
-                        opts: pulumi.ResourceOptions, context: DeployContext) -> aws.ec2.CapacityReservation:
+                        opts: pulumi.ResourceOptions, context: DeployContext, suffix: str = "",
+                        count: int | None = None) -> aws.ec2.CapacityReservation:
     """A floor's capacity reservation, in the zone of `subnet_id` (a reservation is zonal)."""
     zone = aws.ec2.get_subnet_output(id=subnet_id, opts=context.invoke())
     return aws.ec2.CapacityReservation(
-        f"{pool.name}-reservation",
+        f"{pool.name}-reservation{suffix}",
         instance_type=pool.instance_type,
-        instance_count=reservation.instance_count,
+        instance_count=reservation.instance_count if count is None else count,
         availability_zone=zone.availability_zone,
         instance_platform=reservation.instance_platform,
         instance_match_criteria=reservation.instance_match_criteria,
@@ -113,6 +114,28 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
                 opts: pulumi.ResourceOptions, context: DeployContext) -> dict[str, Any]:
     compiled = pool.compiled
     assert isinstance(compiled, EksNodeGroup)
+    if compiled.reservation and pool.spread_zones and pool.reservations:
+        # A workload's availability: one node group and one reservation per subnet (so per zone), which
+        # the cluster autoscaler can grow zone by zone for the pods' topology spread; "node groups
+        # spanning multiple AZs" cannot be told which zone a pending pod needs (cluster-autoscaler
+        # FAQ, https://github.com/kubernetes/autoscaler/blob/cluster-autoscaler-1.32.0/cluster-autoscaler/cloudprovider/aws/README.md#common-notes-and-gotchas).
+        outputs: dict[str, Any] = {}
+        for i, (subnet, count) in enumerate(pool.reservations):
+            suffix = f"-{i}" if i else ""
+            group = _one_group(target, pool, compiled, [subnet], role_arn, role_ready,
+                               desired_size if not i else count, opts, context, suffix, count)
+            outputs.update(group if not i else {f"{key}{suffix.replace('-', '_')}": value
+                                                for key, value in group.items() if key != POOL_ID})
+        return outputs
+    return _one_group(target, pool, compiled, subnet_ids, role_arn, role_ready, desired_size, opts, context)
+
+
+def _one_group(target: TargetPlan, pool: Pool, compiled: EksNodeGroup, subnet_ids: list[str],
+               role_arn: pulumi.Input[str], role_ready: list[pulumi.Resource], desired_size: pulumi.Input[int],
+               opts: pulumi.ResourceOptions, context: DeployContext, suffix: str = "",
+               count: int | None = None) -> dict[str, Any]:
+    """One node group of the pool (`suffix` '' for the pool's own, '-1'... for the other zones of a
+    spread floor, each with `count` reserved nodes)."""
     tags = pool.attribution
     outputs: dict[str, Any] = {}
     reservation_spec = None
@@ -120,25 +143,29 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
         # A reservation is zonal: the floor lives in the zone of the first subnet, and so does its
         # node group, which launches through a template that targets the reservation.
         subnet_ids = subnet_ids[:1]
-        reservation = declare_reservation(pool, compiled.reservation, subnet_ids[0], tags, opts, context)
+        reservation = declare_reservation(pool, compiled.reservation, subnet_ids[0], tags, opts, context,
+                                          suffix, count)
         reservation_spec = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
             capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
                 capacity_reservation_id=reservation.id))
         outputs["capacity_reservation_id"] = reservation.id
-    template = _launch_template(pool, compiled, reservation_spec, opts)
+    template = _launch_template(pool, compiled, reservation_spec, opts, suffix)
     # The instance type stays on the node group: EKS fails when both name one.
     launch_template = aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
+    size = aws.eks.NodeGroupScalingConfigArgs(min_size=pool.min_nodes, max_size=pool.max_nodes,
+                                              desired_size=desired_size) if count is None else \
+        aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count, desired_size=count)
     node_group = aws.eks.NodeGroup(
-        f"{pool.name}-node-group",
+        f"{pool.name}-node-group{suffix}",
         cluster_name=target.cluster,
-        node_group_name=pool.cloud_name,
+        node_group_name=pool.cloud_name if not suffix else f"{pool.cloud_name[:60]}{suffix}",
         node_role_arn=role_arn,
         subnet_ids=subnet_ids,
         capacity_type=compiled.capacity_type,
         ami_type=compiled.ami_type,
-        instance_types=[pool.instance_type],
-        scaling_config=aws.eks.NodeGroupScalingConfigArgs(
-            min_size=pool.min_nodes, max_size=pool.max_nodes, desired_size=desired_size),
+        # A spot pool over alternatives takes them all (CreateNodegroup instanceTypes, at most 20).
+        instance_types=list(pool.instance_types or (pool.instance_type,)),
+        scaling_config=size,
         # A floor's update never launches beyond its reservation (gpustack.clouds.aws EKS.floor_upgrade).
         update_config=aws.eks.NodeGroupUpdateConfigArgs(**dict(pool.upgrade.settings)) if pool.upgrade else None,
         labels=dict(compiled.labels),
@@ -167,14 +194,14 @@ def _node_group(target: TargetPlan, pool: Pool, subnet_ids: list[str], role_arn:
 
 def _launch_template(pool: Pool, compiled: EksNodeGroup,
                      reservation: aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None,
-                     opts: pulumi.ResourceOptions) -> aws.ec2.LaunchTemplate:
+                     opts: pulumi.ResourceOptions, suffix: str = "") -> aws.ec2.LaunchTemplate:
     """The pool's launch template: attribution tags on the instance, its volumes and its network
     interfaces; a root volume sized by the plan; local NVMe for the kubelet and containerd; and, for a
     reserved floor, the capacity reservation to launch into."""
     tags = pool.attribution
     strategy = compiled.local_storage_strategy
     return aws.ec2.LaunchTemplate(
-        f"{pool.name}-launch-template",
+        f"{pool.name}-launch-template{suffix}",
         description=f"gpustack pool {pool.name}",
         tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
                             for kind in compiled.tagged_at_launch],

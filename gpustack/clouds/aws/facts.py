@@ -173,6 +173,10 @@ class EKS(Cloud):
     # Managed node groups label nodes with their capacity type (the spot taint: `managed.py`).
     # gp3 root volumes: 1 GiB to 16 TiB (https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html).
     disk_gib_range = (1, 16384, "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html")
+    # A subnet "must reside entirely within one Availability Zone"
+    # (https://docs.aws.amazon.com/vpc/latest/userguide/configure-subnets.html): a floor spread by a
+    # workload's availability gets one node group and one reservation per subnet of settings.subnet_ids.
+    spread_setting = "subnet_ids"
     single_zone_floor = ("an EC2 capacity reservation is zonal, and the floor's node group launches in the zone of "
                          "settings.subnet_ids[0]; reserve more zones by hand to spread it "
                          f"({_CAPACITY_RESERVATION_API})")

@@ -115,6 +115,14 @@ class ManagedNodeGroups(Provisioner):
     description = "EKS managed node groups, scaled by the Cluster Autoscaler"
     # EKS adds no spot taint, so gpustack declares one on spot pools (docs/deploy.md lists each cloud's).
     spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")
+    # The cluster autoscaler builds a node group's template from one instance type: "instance types should
+    # have the same amount of RAM and number of CPU cores, since this is fundamental to CA's scaling
+    # calculations" (cloudprovider/aws/README.md, "Using Mixed Instances Policies and Spot Instances",
+    # kubernetes/autoscaler tag cluster-autoscaler-1.36.1).
+    mixed_sizes_gap = ("the cluster autoscaler models a node group by one of its instance types, so a pod sized for "
+                       "a larger one may start a node too small for it (https://github.com/kubernetes/autoscaler/blob/"
+                       "cluster-autoscaler-1.36.1/cluster-autoscaler/cloudprovider/aws/README.md"
+                       "#using-mixed-instances-policies-and-spot-instances)")
 
     def compile(self, pool: Pool, target: Target) -> EksNodeGroup:
         reservation = floor_reservation(pool)

@@ -99,13 +99,15 @@ def _agent_pool(target: TargetPlan, resource_group: str, live: pulumi.Output[dic
         args["upgrade_settings"] = containerservice.AgentPoolUpgradeSettingsArgs(**dict(pool.upgrade.settings))
     if compiled.gpu_instance_profile is not None:
         args["gpu_instance_profile"] = compiled.gpu_instance_profile
+    if pool.spread_zones:  # a workload's availability: a zonal pool, balanced over its zones
+        args["availability_zones"] = list(pool.spread_zones)
     outputs: dict[str, Any] = {}
     pool_opts = opts
     if pool.reserved_nodes:
-        group, reservation = _reservation(target, resource_group, pool, opts)
+        group, reservations = _reservation(target, resource_group, pool, opts)
         args["capacity_reservation_group_id"] = group.id
         # AKS associates the group only if it already holds a reservation (else: a warning, no association).
-        pool_opts = pulumi.ResourceOptions.merge(pool_opts, pulumi.ResourceOptions(depends_on=[reservation]))
+        pool_opts = pulumi.ResourceOptions.merge(pool_opts, pulumi.ResourceOptions(depends_on=list(reservations)))
         outputs["capacity_reservation_group_id"] = group.id
     agent_pool = containerservice.AgentPool(pool.name, **args, opts=pool_opts)
     outputs[POOL_ID] = agent_pool.id
@@ -113,13 +115,19 @@ def _agent_pool(target: TargetPlan, resource_group: str, live: pulumi.Output[dic
 
 
 def _reservation(target: TargetPlan, resource_group: str, pool: Pool, opts: pulumi.ResourceOptions
-                 ) -> tuple[compute.CapacityReservationGroup, compute.CapacityReservation]:
-    """A regional capacity reservation group holding the pool's floor: `reserved_nodes` VMs of its size."""
+                 ) -> tuple[compute.CapacityReservationGroup, list[compute.CapacityReservation]]:
+    """The capacity reservation group holding the pool's floor: `reserved_nodes` VMs of its size, regional;
+    or, for a floor spread over zones, a zonal group with one reservation per zone (a zonal pool needs a
+    group with its zones, https://learn.microsoft.com/azure/virtual-machines/capacity-reservation-create)."""
     tags = pool.attribution
+    zones = [zone for zone, _ in pool.reservations] if pool.spread_zones else []
     group = compute.CapacityReservationGroup(
-        f"{pool.name}-crg", resource_group_name=resource_group, location=target.region, tags=tags, opts=opts)
-    reservation = compute.CapacityReservation(
-        f"{pool.name}-cr", resource_group_name=resource_group, location=target.region,
-        capacity_reservation_group_name=group.name,
-        sku=compute.SkuArgs(name=pool.instance_type, capacity=pool.reserved_nodes), tags=tags, opts=opts)
-    return group, reservation
+        f"{pool.name}-crg", resource_group_name=resource_group, location=target.region, tags=tags,
+        zones=zones or None, opts=opts)
+    parts = pool.reservations if zones else ((None, pool.reserved_nodes),)
+    reservations = [compute.CapacityReservation(
+        f"{pool.name}-cr" + (f"-{zone}" if zone else ""), resource_group_name=resource_group, location=target.region,
+        capacity_reservation_group_name=group.name, zones=[zone] if zone else None,
+        sku=compute.SkuArgs(name=pool.instance_type, capacity=count), tags=tags, opts=opts)
+        for zone, count in parts]
+    return group, reservations

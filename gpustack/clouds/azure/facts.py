@@ -175,7 +175,13 @@ class AKS(Cloud):
         # agent pool: switching replaces every pool of the target (`gpustack diff` shows it).
         # How agent pools are named: hashed (default) or descriptive.
         Setting("pool_names", False, "string", r"hashed|descriptive", "hashed or descriptive"),
+        # Availability zones a workload's `availability` spreads its pools over: the agent pool's
+        # availabilityZones, "1" to "3" (Agent Pools - Create Or Update, AGENT_POOL_API), one zonal
+        # capacity reservation per zone in a zonal reservation group
+        # (https://learn.microsoft.com/azure/virtual-machines/capacity-reservation-create).
+        Setting("zones", False, "strings", r"[1-3]", "an availability zone number: '1', '2' or '3'"),
     )
+    spread_setting = "zones"
     cluster_rule = (r"[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?",
                     "an AKS cluster name (at most 63 letters, digits, '-', '_', starting and ending with a letter or digit)")
     cluster_api_rule = (r"^[a-zA-Z0-9]$|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]$",

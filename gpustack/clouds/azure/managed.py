@@ -80,6 +80,10 @@ class AgentPools(Provisioner):
     description = "AKS user agent pools, scaled by the AKS-managed Cluster Autoscaler"
     unsupported = {
         Feature.NATIVE_SCHEDULE: "AKS has no scheduled scaling of agent pools; the in-cluster auto-stop covers it",
+        # An agent pool has one vmSize (AGENT_POOL_API).
+        Feature.INSTANCE_TYPE_ALTERNATIVES: "an AKS agent pool has one VM size (vmSize, "
+                                            "https://learn.microsoft.com/rest/api/aks/agent-pools/create-or-update); "
+                                            "settings.provisioner: nap takes a list",
     }
     # Spot pools get this taint from AKS (confirmed in the AKS spot node pool docs); pools declare it too.
     spot_taint = ("kubernetes.azure.com/scalesetpriority", "spot", "NoSchedule")

@@ -115,6 +115,10 @@ class ComputeClasses(Provisioner):
     description = "GKE custom ComputeClasses, whose priorities GKE creates node pools for"
     backend = "compute_class_backend"
     unsupported = {
+        # A ComputeClass lists priorities, each one machine type; gpustack writes one priority per pool, so a
+        # pool's alternatives would each need a priority of their own, which it does not write yet.
+        Feature.INSTANCE_TYPE_ALTERNATIVES: "gpustack writes one ComputeClass priority per pool, on one machine "
+                                            "type; a priority per alternative is not written yet",
         Feature.NATIVE_SCHEDULE: (
             "a ComputeClass has no schedule: at the window's end gpustack's auto-stop CronJobs scale the workloads "
             "to zero, and GKE removes each emptied node after the class's consolidationDelayMinutes (15 for "

@@ -62,6 +62,10 @@ class NodePools(Provisioner):
     description = "GKE Standard node pools, scaled by GKE's cluster autoscaler"
     unsupported = {
         Feature.NATIVE_SCHEDULE: "GKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
+        # NodeConfig.machineType is one machine type
+        # (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/NodeConfig).
+        Feature.INSTANCE_TYPE_ALTERNATIVES: "a GKE node pool has one machine type (NodeConfig.machineType); "
+                                            "settings.provisioner: compute-class takes a priority list",
     }
     spot_taint = facts.SPOT_TAINT
 

@@ -87,14 +87,17 @@ def availability_domains(settings: Mapping[str, object], compartment: str,
 
 
 def declare_reservation(pool: Pool, compartment_id: str, domain: pulumi.Input[str], tags: Mapping[str, str],
-                        opts: pulumi.ResourceOptions) -> oci.core.ComputeCapacityReservation:
-    """The capacity reservation of a reserved floor: its shape, as many instances as the floor, in one
-    availability domain (a reservation holds one shape in one domain), whichever provisioner launches into it."""
+                        opts: pulumi.ResourceOptions, suffix: str = "",
+                        count: int | None = None) -> oci.core.ComputeCapacityReservation:
+    """The capacity reservation of a reserved floor: its shape, as many instances as the floor (or `count`,
+    the part of a spread floor in this domain), in one availability domain (a reservation holds one shape in
+    one domain), whichever provisioner launches into it."""
     return oci.core.ComputeCapacityReservation(
-        f"{pool.name}-reservation", compartment_id=compartment_id, availability_domain=domain,
+        f"{pool.name}-reservation{suffix}", compartment_id=compartment_id, availability_domain=domain,
         display_name=pool.cloud_name, is_default_reservation=False, freeform_tags=dict(tags),
         instance_reservation_configs=[oci.core.ComputeCapacityReservationInstanceReservationConfigArgs(
-            instance_shape=pool.instance_type, reserved_count=str(pool.reserved_nodes))],
+            instance_shape=pool.instance_type,
+            reserved_count=str(pool.reserved_nodes if count is None else count))],
         opts=opts)
 
 
@@ -130,11 +133,23 @@ def _node_pool(where: _Where, pool: Pool, opts: pulumi.ResourceOptions) -> Mappi
     assert isinstance(compiled, OkeNodePool)
     tags = pool.attribution
     outputs: dict[str, Any] = {}
-    if pool.reserved_nodes:
+    placements: pulumi.Input[Sequence[Any]]
+    if pool.reserved_nodes and pool.spread_zones and pool.reservations:
+        # A workload's availability: one placement per availability domain, each with its own
+        # reservation (a reservation holds one shape in one domain; a placement config names the
+        # reservation of its domain, NodePoolNodeConfigDetailsPlacementConfig.capacityReservationId,
+        # https://docs.oracle.com/en-us/iaas/api/#/en/containerengine/20180222/datatypes/NodePoolPlacementConfigDetails).
+        parts = [(domain, declare_reservation(pool, where.compartment_id, domain, tags, opts, suffix=f"-{i}" if i else "",
+                                              count=count)) for i, (domain, count) in enumerate(pool.reservations)]
+        placements = pulumi.Output.all(*[r.id for _, r in parts]).apply(
+            lambda ids: [_placement(where.subnet_id, domain, capacity_reservation_id=i)
+                         for (domain, _), i in zip(parts, ids)])
+        outputs["capacity_reservation_id"] = parts[0][1].id
+    elif pool.reserved_nodes:
         # The floor lives in one availability domain: a reservation holds one shape in one domain.
         domain = where.availability_domains.apply(lambda names: names[0])
         reservation = declare_reservation(pool, where.compartment_id, domain, tags, opts)
-        placements: pulumi.Input[Sequence[Any]] = pulumi.Output.all(domain, reservation.id).apply(
+        placements = pulumi.Output.all(domain, reservation.id).apply(
             lambda a: [_placement(where.subnet_id, a[0], capacity_reservation_id=a[1])])
         outputs["capacity_reservation_id"] = reservation.id
     else:

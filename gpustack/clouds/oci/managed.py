@@ -62,6 +62,9 @@ class ManagedNodePools(Provisioner):
     description = "OKE managed node pools, scaled by OKE's Cluster Autoscaler add-on"
     unsupported = {
         Feature.NATIVE_SCHEDULE: "OKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
+        Feature.INSTANCE_TYPE_ALTERNATIVES: "an OKE node pool has one shape (nodeShape, https://docs.oracle.com/"
+                                            "en-us/iaas/api/#/en/containerengine/20180222/NodePool/); "
+                                            "settings.provisioner: karpenter takes a list",
     }
     spot_taint = facts.SPOT_TAINT
 

@@ -1,0 +1,129 @@
+"""A spot pool over several instance types (`instance_types: {<cloud>: [a, b, c]}`): planned over the set
+where the provisioner takes it (EKS managed node groups, Karpenter), priced at the set's worst spot price,
+with the on-demand fallback on the first type; a capability gap where a pool has one machine type."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from conftest import TARGETS
+from gpustack.catalog import load_catalog
+from gpustack.errors import SpecError
+from gpustack.plan import build_plan
+from gpustack.plan.prices import PriceBook
+from gpustack.spec import load_spec
+from gpustack.testing import run_program
+
+# Three spot types per cloud, one GPU each (the same replicas per node), of different sizes.
+TYPES = {
+    "aws": ("T4", ["g4dn.2xlarge", "g4dn.4xlarge", "g4dn.8xlarge"]),
+    "gcp": ("L4", ["g2-standard-8", "g2-standard-12", "g2-standard-16"]),
+    "azure": ("T4", ["Standard_NC8as_T4_v3", "Standard_NC16as_T4_v3", "Standard_NC4as_T4_v3"]),
+}
+
+
+def write(tmp_path, cloud: str, types: list[str] | str, provisioner: str | None = None, gpu: str | None = None,
+          kind: str = "fine-tuning") -> str:
+    target = copy.deepcopy(TARGETS[cloud])
+    if provisioner:
+        target["settings"]["provisioner"] = provisioner
+    workload = {"name": "tune", "kind": kind, "gpu": gpu or TYPES[cloud][0], "replicas": 4,
+                "instance_types": {cloud: types}, "labels": {"team": "ml", "environment": "dev"}}
+    if kind != "notebook":
+        workload.update(checkpointing=True, hours_per_month=100)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "name": "t", "targets": [target], "workloads": [workload]},
+                                   sort_keys=False))
+    return str(path)
+
+
+def pools(path: str) -> dict:
+    return {p.capacity if p.role != "fallback" else "fallback": p for p in build_plan(load_spec(path)).targets[0].pools}
+
+
+def worst_spot(cloud: str, region: str, types: list[str]) -> float:
+    catalog = load_catalog()
+    book = PriceBook.for_cloud(load_spec_pricing(), catalog, cloud)
+    return max(book.for_capacity(catalog.instance(cloud, region, t), "spot").usd_per_node_hour for t in types)
+
+
+def load_spec_pricing():  # the spec gives no prices: the catalog's
+    from gpustack.spec.model import Pricing
+    return Pricing(None, None, ())
+
+
+@pytest.mark.parametrize("provisioner", [None, "karpenter"])
+def test_an_eks_spot_pool_spans_three_types_at_their_worst_spot_price(tmp_path, provisioner):
+    types = TYPES["aws"][1]
+    found = pools(write(tmp_path, "aws", types, provisioner))
+    spot, fallback = found["spot"], found["fallback"]
+    assert spot.instance_types == tuple(types) and spot.instance_type == types[0]
+    worst = worst_spot("aws", "us-east-1", types)
+    cheapest_first = worst_spot("aws", "us-east-1", types[:1])
+    assert worst > cheapest_first  # the rule bites: not the first type's price
+    assert spot.price.usd_per_node_hour == worst and "worst spot price" in spot.price.source
+    assert spot.monthly_cost_usd == pytest.approx(worst * spot.hours_per_month * spot.max_nodes)
+    assert any("priced at the worst of their spot prices" in n for n in spot.notes)
+    assert fallback.instance_types == () and fallback.instance_type == types[0]  # the fallback keeps one type
+
+
+def test_mixed_sizes_warn_under_the_cluster_autoscaler_not_under_karpenter(tmp_path):
+    codes = {w.code for w in build_plan(load_spec(write(tmp_path, "aws", TYPES["aws"][1]))).warnings}
+    assert "mixed-instance-types" in codes
+    codes = {w.code for w in build_plan(load_spec(write(tmp_path, "aws", TYPES["aws"][1], "karpenter"))).warnings}
+    assert "mixed-instance-types" not in codes
+
+
+def test_eks_managed_node_group_declares_every_type(tmp_path):
+    declared = run_program(write(tmp_path, "aws", TYPES["aws"][1]), TARGETS["aws"]["name"])
+    groups = {r.inputs["capacityType"]: r.inputs["instanceTypes"] for r in declared
+              if r.type == "aws:eks/nodeGroup:NodeGroup"}
+    assert groups == {"SPOT": TYPES["aws"][1], "ON_DEMAND": TYPES["aws"][1][:1]}
+
+
+def test_karpenter_node_pool_requires_any_of_the_types(tmp_path):
+    plan = build_plan(load_spec(write(tmp_path, "aws", TYPES["aws"][1], "karpenter")))
+    spot = next(p for p in plan.targets[0].pools if p.capacity == "spot")
+    requirement = next(r for r in spot.compiled.requirements if r.key == "node.kubernetes.io/instance-type")
+    assert (requirement.operator, tuple(requirement.values)) == ("In", tuple(TYPES["aws"][1]))
+
+
+@pytest.mark.parametrize("cloud, provisioner", [("gcp", None), ("azure", None), ("gcp", "compute-class")])
+def test_one_machine_type_per_pool_is_a_capability_gap(tmp_path, cloud, provisioner):
+    plan = build_plan(load_spec(write(tmp_path, cloud, TYPES[cloud][1], provisioner)))
+    spot = next(p for p in plan.targets[0].pools if p.capacity == "spot")
+    assert spot.instance_types == () and spot.instance_type == TYPES[cloud][1][0]
+    gaps = [w.message for w in plan.warnings if w.code == "capability-gap" and w.pool == spot.name]
+    assert len(gaps) == 1 and "runs on" in gaps[0] and TYPES[cloud][1][1] in gaps[0]
+
+
+def test_notebooks_may_list_types_too(tmp_path):
+    found = pools(write(tmp_path, "aws", TYPES["aws"][1], kind="notebook"))
+    assert "on-demand" in found  # notebooks are on-demand: the list does not make a spot pool of them
+
+
+def test_a_list_on_inference_is_a_located_error(tmp_path):
+    with pytest.raises(SpecError) as caught:
+        load_spec(write(tmp_path, "aws", TYPES["aws"][1], kind="inference"))
+    assert any(p.path == "workloads[0].instance_types.aws" and "for spot pools" in p.message
+               for p in caught.value.problems)
+
+
+@pytest.mark.parametrize("types, index, words", [
+    (["g4dn.2xlarge", "g4dn.12xlarge"], 1, "same GPU count"),
+    (["g4dn.2xlarge", "g5.2xlarge"], 1, "has A10G GPUs, not T4"),
+    (["g4dn.2xlarge", "g4dn.2xlarge"], 1, "listed twice"),
+])
+def test_bad_alternatives_are_located_at_their_entry(tmp_path, types, index, words):
+    with pytest.raises(SpecError) as caught:
+        load_spec(write(tmp_path, "aws", types))
+    assert any(p.path == f"workloads[0].instance_types.aws[{index}]" and words in p.message
+               for p in caught.value.problems), caught.value.problems
+
+
+def test_a_single_name_keeps_its_meaning(tmp_path):
+    found = pools(write(tmp_path, "aws", "g4dn.4xlarge"))
+    assert found["spot"].instance_type == "g4dn.4xlarge" and found["spot"].instance_types == ()
