@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from gpustack.spec.model import HOURS_PER_MONTH
@@ -179,6 +180,14 @@ class PodRequest:
     # e.g. Karpenter's karpenter.sh/do-not-disrupt, and terminationGracePeriodSeconds (None: Kubernetes' default).
     annotations: Pairs = ()
     termination_grace_seconds: int | None = None
+    container: str | None = None  # the spec's `container`: the GPU container of the workload's object
+
+    def gpu_container(self, containers: Sequence[str] = ()) -> str:
+        """The container its pods' GPU requests go to: the spec's `container`, else the object's only
+        container (when its `containers` are known), else the one named after the workload."""
+        if self.container:
+            return self.container
+        return containers[0] if len(containers) == 1 else self.workload
 
 
 @dataclasses.dataclass(frozen=True)
@@ -534,7 +543,8 @@ def _pod_request(r: PodRequest) -> dict[str, Any]:
                              "detected": r.autostop.detected}} if r.autostop else {}),
             **({"annotations": dict(r.annotations)} if r.annotations else {}),
             **({"termination_grace_period_seconds": r.termination_grace_seconds}
-               if r.termination_grace_seconds is not None else {})}
+               if r.termination_grace_seconds is not None else {}),
+            **({"container": r.container} if r.container else {})}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:

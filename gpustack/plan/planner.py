@@ -172,7 +172,7 @@ class _TargetPlanner:
         return dataclasses.replace(request, namespace=workload.namespace, kind=workload.kind,
                                    labels=tuple(sorted(labels.items())), checkpointing=workload.checkpointing,
                                    autostop=autostop_choice(workload), annotations=annotations,
-                                   termination_grace_seconds=grace)
+                                   termination_grace_seconds=grace, container=workload.container)
 
     # -- per workload -------------------------------------------------------------------------
     def demands_of(self, workload: Workload) -> list[tuple[PoolKey, Demand]]:

@@ -55,7 +55,8 @@ TARGET_OPTIONAL = ("settings", "workloads")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
-                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop")
+                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop",
+                     "container")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 # Namespaces a workload may not live in: the cluster's own (Kubernetes reserves the `kube-` prefix,
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces)
@@ -425,6 +426,9 @@ class _SpecReader(Reader):
         autostop = read_autostop(self, field["autostop"], value["autostop"], kind, "schedule" in value,
                                  idle or None) \
             if "autostop" in value else None
+        # The GPU container of the workload's object (a container name is a DNS label, Kubernetes'
+        # Container.name): the one the patches of `gpustack render --workloads` merge into.
+        container = self.dns_label(field["container"], value["container"]) if "container" in value else None
         if len(self.problems) > before:
             return BAD
         return Workload(
@@ -434,7 +438,7 @@ class _SpecReader(Reader):
             labels=labels, capacity=cast(Capacity | None, capacity), sharing=cast(SharingMode | None, sharing),
             namespace=namespace, index=index, instance_types=pins,
             burst_share=burst_share,
-            disk_gib=disk, idle=idle, autostop=autostop,
+            disk_gib=disk, idle=idle, autostop=autostop, container=container,
         )
 
     def instance_pins(self, path: Path, value: Any) -> Any:

@@ -136,6 +136,7 @@ class Workload:
     disk_gib: int | None = None  # root / boot volume per node, as asked (None: the default for the GPU)
     idle: Idle | None = None  # None: the per-pool idle alert only
     autostop: AutoStop | None = None  # what auto-stop stops (None: detected by the workload label)
+    container: str | None = None  # the GPU container of its object (None: its only container, else its name)
 
     def pinned_instance(self, cloud: str) -> str | None:
         return dict(self.instance_types).get(cloud)
