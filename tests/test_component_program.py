@@ -131,3 +131,27 @@ def test_node_role_on_a_cloud_without_one_is_a_run_error():
 
     with pytest.raises(pulumi.RunError, match="GKE node pools take no identity of their own from gpustack"):
         run_program(str(EXAMPLE), "gcp-prod", program)
+
+
+def test_karpenter_on_eks_checks_a_created_cluster_against_the_spec(tmp_path):
+    """Its EC2NodeClass finds subnets by the tag karpenter.sh/discovery: <the spec's cluster>: an auto-named
+    cluster would leave the NodePools without nodes, so the program stops with the reason."""
+    from conftest import karpenter_example_text
+
+    spec = tmp_path / "gpustack.yaml"
+    spec.write_text(karpenter_example_text(), encoding="utf-8")
+
+    def program() -> None:
+        import pulumi_aws as aws
+        import pulumi_kubernetes as k8s
+
+        from gpustack.pulumi import GpuPools
+
+        cluster = aws.eks.Cluster("team-cluster", role_arn="arn:aws:iam::123456789012:role/c",
+                                  vpc_config=aws.eks.ClusterVpcConfigArgs(subnet_ids=["subnet-0a1b"]))
+        GpuPools("gpu", spec=str(spec), target="aws-karpenter", cluster=cluster,
+                 kubernetes=k8s.Provider("team-cluster", kubeconfig=KUBECONFIG))
+
+    with pytest.raises(Exception, match="karpenter.sh/discovery") as info:
+        run_program(str(spec), "aws-karpenter", program)
+    assert f"passes '{auto_name('team-cluster')}'" in str(info.value)
