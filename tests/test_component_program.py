@@ -152,6 +152,6 @@ def test_karpenter_on_eks_checks_a_created_cluster_against_the_spec(tmp_path):
         GpuPools("gpu", spec=str(spec), target="aws-karpenter", cluster=cluster,
                  kubernetes=k8s.Provider("team-cluster", kubeconfig=KUBECONFIG))
 
-    with pytest.raises(Exception, match="karpenter.sh/discovery") as info:
+    with pytest.raises(Exception, match=r"karpenter\.sh/discovery") as info:
         run_program(str(spec), "aws-karpenter", program)
     assert f"passes '{auto_name('team-cluster')}'" in str(info.value)
