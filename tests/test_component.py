@@ -88,14 +88,15 @@ def test_a_cluster_the_spec_does_not_name_fails_with_a_message():
         run_program(str(EXAMPLE), "aws-prod", platform_program({}, cluster_name="ml-staging", as_output=False))
 
 
-def test_a_created_cluster_the_spec_does_not_name_stops_every_pool():
-    """Known only once the cluster resolves: no pool is created (in a process of its own, since each
+def test_a_created_cluster_the_spec_does_not_name_stops_every_pool_where_the_plan_needs_its_name():
+    """OKE reads the cluster the spec names before it declares a pool: a created cluster of another id
+    is known only once it resolves, and then no pool is created (in a process of its own, since each
     pool's failed registration is reported when the process collects it)."""
     code = (
         "import sys\n"
         "sys.path.insert(0, 'tests')\n"
         "from gpustack import testing\n"
-        "from test_component import EXAMPLE, platform_program\n"
+        "from test_component_program import EXAMPLE, oke_program\n"
         "created = testing.RecordingMocks.new_resource\n"
         "import os\n"
         "def new_resource(self, args):\n"
@@ -103,18 +104,16 @@ def test_a_created_cluster_the_spec_does_not_name_stops_every_pool():
         "    os.write(1, f'created {args.typ} {args.name}\\n'.encode())\n"
         "    return created(self, args)\n"
         "testing.RecordingMocks.new_resource = new_resource\n"
-        "testing.run_program(str(EXAMPLE), 'aws-prod', platform_program({}, cluster_name='ml-staging'))\n"
+        "testing.run_program(str(EXAMPLE), 'oci-prod', oke_program())\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode != 0
-    assert "RunError: gpustack: target 'aws-prod' names cluster 'ml-prod' in the spec, but the program passes " \
-           "'ml-staging'" in result.stderr
+    assert "RunError: gpustack: target 'oci-prod' names cluster 'ocid1.cluster.oc1.iad.aaaaaaaaexampleclusterid' " \
+           "in the spec, but the program passes 'team-oke-id'" in result.stderr
     created = sorted({tuple(line.split()[1:3]) for line in result.stdout.splitlines() if line.startswith("created ")})
-    # At most the program's own resources and the (empty) component; no node group, node role or
-    # reservation. The process may stop before the component or the program's role registers.
-    program_own = {("pulumi:providers:aws", "us-east"), ("aws:iam/role:Role", "cluster-role"),
-                   ("aws:eks/cluster:Cluster", "ml-prod"), (COMPONENT, "gpu")}
-    assert ("aws:eks/cluster:Cluster", "ml-prod") in created and set(created) <= program_own, created
+    # At most the program's own cluster and the (empty) component; no node pool.
+    program_own = {("oci:ContainerEngine/cluster:Cluster", "team-oke"), (COMPONENT, "gpu")}
+    assert ("oci:ContainerEngine/cluster:Cluster", "team-oke") in created and set(created) <= program_own, created
 
 
 def test_main_keeps_the_urns_of_stacks_it_declared_before():

@@ -35,6 +35,12 @@ class DeployContext:
     kubernetes: pulumi.ProviderResource | None = None
     parent: pulumi.Resource | None = None
     depends_on: tuple[pulumi.Input[pulumi.Resource], ...] = ()
+    cluster: pulumi.Input[str] | None = None  # the program's cluster as the node-pool API names it
+    node_role: pulumi.Input[str] | None = None  # the program's node identity (`Cloud.node_identity`)
+
+    def cluster_of(self, target: TargetPlan) -> pulumi.Input[str]:
+        """The cluster the pools join: the program's, else the one the spec names."""
+        return target.cluster if self.cluster is None else self.cluster
 
     @property
     def in_cluster(self) -> bool:

@@ -64,7 +64,8 @@ def provider(kubeconfig: pulumi.Input[str]) -> k8s.Provider:
 
 def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
             node_group_ids: Mapping[str, pulumi.Input[str]] | None = None,
-            parent: pulumi.Resource | None = None, merge_priorities: bool = False) -> dict[str, pulumi.Resource]:
+            parent: pulumi.Resource | None = None, merge_priorities: bool = False,
+            leave_out: frozenset[str] = frozenset()) -> dict[str, pulumi.Resource]:
     """Declare the target's in-cluster objects (under `parent`, when given); returns them by
     `<kind>:<resource name>`.
 
@@ -72,8 +73,9 @@ def declare(target: TargetPlan, plan: Plan, provider: pulumi.ProviderResource,
     render` cannot write: the priority-expander ConfigMap where node groups are named by those ids (OKE).
     `merge_priorities`: the cluster has a priority-expander ConfigMap of its own, which is read and
     patched with gpustack's entries merged in (`priority_merge`) instead of one being created.
+    `leave_out`: parts the cluster already runs (`gpustack.render.GPU_OPERATOR`, `AUTOSTOP`, `ALERTS`).
     """
-    rendered = in_cluster(plan, target)
+    rendered = in_cluster(plan, target, leave_out)
     if merge_priorities:
         return _declare_merging(rendered, target, plan, provider, node_group_ids, parent)
     declared = _declare_rendered(rendered, provider, parent)

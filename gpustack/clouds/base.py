@@ -231,6 +231,13 @@ class Cloud:
     cluster_rule: ClassVar[tuple[str, str]] = (r".+", "a cluster name")  # (regex, fullmatch; in words)
     # The cloud API's own pattern for a cluster reference and its source (see Setting.api_pattern).
     cluster_api_rule: ClassVar[tuple[str, str] | None] = None
+    # The attribute of the program's cluster resource that the node-pool API names the cluster by, so
+    # `GpuPools(cluster=<resource>)` joins the cluster the program made whatever its physical name; None
+    # where the backend must know the cluster before it declares anything (the spec's `cluster` then).
+    cluster_attribute: ClassVar[str | None] = "name"
+    # What `GpuPools(node_role=...)` gives the pools in place of the identity gpustack would create for
+    # them (None: the cloud's pools take none of their own).
+    node_identity: ClassVar[str | None] = None
     pool_names: ClassVar[NameRule]
     unsupported: ClassVar[Mapping[Feature, str]] = {}
     # Label-key prefixes the cloud owns on nodes: never attribution labels, never cloud tags.

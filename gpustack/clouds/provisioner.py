@@ -74,6 +74,9 @@ class Provisioner:
     name: ClassVar[str]  # the value of targets[].settings.provisioner
     description: ClassVar[str]  # for people: "EKS managed node groups and the Cluster Autoscaler"
     backend: ClassVar[str] = "backend"  # the bundle module whose `declare` declares its resources
+    # Why its compiled pools hold the spec's `cluster` name, so a program's cluster must carry that name
+    # (None: the pools take the program's cluster as it is, `GpuPools(cluster=...)`).
+    names_cluster: ClassVar[str | None] = None
     unsupported: ClassVar[Mapping[Feature, str]] = {}
     spot_taint: ClassVar[tuple[str, str, str] | None] = None  # (key, value, effect)
     # Changes that make the cloud recreate a node pool that keeps its name (read by `gpustack diff`):

@@ -98,7 +98,7 @@ def _wrapped(texts: tuple[str, ...], indent: int) -> list[str]:
                           break_long_words=False, break_on_hyphens=False) for text in texts]
 
 
-def _read_manifests(path: str) -> list[Document]:
+def read_manifests(path: str) -> list[Document]:
     from pathlib import Path
 
     from gpustack.errors import UsageError
@@ -151,7 +151,7 @@ def _run_manifests(args: argparse.Namespace) -> int:
 
     _, plan = compile_spec(args.spec, args.catalog)
     plan = select_target(plan, args.target)
-    documents = _read_manifests(args.manifests)
+    documents = read_manifests(args.manifests)
     results = {t.name: check(t, documents) for t in plan.targets}
     errors = sum(f.level == ERROR for found in results.values() for f in found)
     if args.format == "json":

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gpustack.plan.model import TargetPlan
     from gpustack.render import InCluster
+    from gpustack.render.workload_objects import FoundObject
 
 NAME = "render"
 HELP = "write a target's Kubernetes objects (GPU Operator values, auto-stop, alerts) as YAML for GitOps"
@@ -27,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workloads", action="store_true",
                         help="write instead what lands each workload on its pools: kustomize patches and Helm values "
                              f"(default --out: {DEFAULT_WORKLOADS_OUT})")
+    parser.add_argument("--manifests", metavar="PATH",
+                        help="with --workloads: the team's workload manifests (a YAML file, a directory of them, or - "
+                             "for stdin), so each patch targets the object and container they have")
     parser.add_argument("--merge-priorities", metavar="FILE",
                         help="the cluster's existing priority-expander ConfigMap (kubectl get configmap "
                              "cluster-autoscaler-priority-expander -n <namespace> -o yaml): write it merged "
@@ -44,7 +48,12 @@ def run(args: argparse.Namespace) -> int:
     print_warnings(plan)
     target = plan.targets[0]
     if args.workloads:
-        return _workloads(target, Path(args.out) if args.out else Path("rendered") / f"{target.name}-workloads")
+        return _workloads(target, Path(args.out) if args.out else Path("rendered") / f"{target.name}-workloads",
+                          args.manifests)
+    if args.manifests:
+        from gpustack.errors import UsageError
+
+        raise UsageError("--manifests goes with --workloads (the patches that wire the team's objects)")
     rendered = in_cluster(plan, target)
     if args.merge_priorities:
         rendered = _merged(rendered, args.merge_priorities)
@@ -88,11 +97,31 @@ def _write(out: Path, files: dict[str, str]) -> None:
         raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
-def _workloads(target: TargetPlan, out: Path) -> int:
+def _workloads(target: TargetPlan, out: Path, manifests: str | None) -> int:
     from gpustack.render.files import workload_files
     from gpustack.render.workloads import wirings
 
-    wired = wirings(target)
+    wired = wirings(target, _found(target, manifests) if manifests else None)
     _write(out, workload_files(target.name, wired))
     print(f"{out}: {len(wired)} workload patches and Helm values for target {target.name}")
     return 0
+
+
+def _found(target: TargetPlan, manifests: str) -> dict[str, FoundObject]:
+    """The workloads' objects in the team's manifests; a spec `container` the object lacks is refused (its
+    patch would add a container without an image)."""
+    from gpustack.commands.check import read_manifests
+    from gpustack.errors import UsageError
+    from gpustack.guardrails.manifests import found_objects
+    from gpustack.render.workload_objects import FoundObject
+
+    found = {workload: FoundObject(*shape) for workload, shape in
+             found_objects(target, read_manifests(manifests)).items()}
+    requests = {r.workload: r for r in target.pod_requests}
+    for workload, obj in sorted(found.items()):
+        container = requests[workload].gpu_container(obj.containers)
+        if obj.containers and container not in obj.containers:
+            raise UsageError(f"--manifests {manifests}: {obj.kind} {obj.name} (workload {workload}) has no container "
+                             f"{container!r}, only {', '.join(map(repr, obj.containers))}: its patch would add one "
+                             f"without an image; set `container:` of workload {workload} in the spec to one of them")
+    return found

@@ -9,6 +9,11 @@ its sharing mode needs and no more than one node of its pools offers, carry the 
 where a pool is spot, and the annotations and grace period the provisioner needs (the plan's pod request:
 Karpenter's karpenter.sh/do-not-disrupt on training that cannot resume). GPU-requesting objects that match
 no workload are reported as warnings.
+
+Containers: every container needs an image (the API server refuses a pod without one; a strategic-merge
+patch whose container name is in no container adds one like that), and the container the patch of
+`gpustack render --workloads` merges into (`PodRequest.gpu_container`: the spec's `container`, else the
+object's only container, else the workload's name) must be one of the object's, or the patch adds it.
 """
 
 from __future__ import annotations
@@ -182,6 +187,22 @@ def objects(documents: Sequence[Document]) -> list[_Object]:
     return out
 
 
+def container_names(obj: _Object) -> tuple[str, ...]:
+    return tuple(str(_mapping(c).get("name", "")) for c in _list(obj.at("spec", "containers")))
+
+
+def found_objects(target: TargetPlan, documents: Sequence[Document]) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """Workload -> (kind, name, container names) of its object in the manifests, where exactly one matches."""
+    requests = sorted(target.pod_requests, key=lambda r: (r.namespace, r.workload))
+    matched: dict[str, list[_Object]] = {}
+    for obj in objects(documents):
+        request = _match(obj, requests)
+        if request is not None:
+            matched.setdefault(request.workload, []).append(obj)
+    return {name: (objs[0].kind, objs[0].name, container_names(objs[0])) for name, objs in matched.items()
+            if len(objs) == 1}
+
+
 def _match(obj: _Object, requests: Sequence[PodRequest]) -> PodRequest | None:
     labelled = (_str_map(_get(obj.doc.data, ("metadata", "labels"))).get(WORKLOAD_LABEL)
                 or _str_map(obj.at("metadata", "labels")).get(WORKLOAD_LABEL))
@@ -200,6 +221,7 @@ def check(target: TargetPlan, documents: Sequence[Document]) -> list[ManifestFin
         request = _match(obj, requests)
         pod_spec = _mapping(obj.at("spec"))
         asked = extended_requests(pod_spec, obj.template)
+        findings.extend(_imageless(obj, pod_spec, request))
         if request is None:
             gpus = sorted(n for n in asked if n in gpu_resources or n.startswith(_GPU_VENDORS))
             if gpus:
@@ -212,6 +234,51 @@ def check(target: TargetPlan, documents: Sequence[Document]) -> list[ManifestFin
             continue
         findings.extend(_check_object(target, obj, request, pod_spec, asked))
     return findings
+
+
+def _imageless(obj: _Object, pod_spec: Mapping[str, Any], request: PodRequest | None) -> list[ManifestFinding]:
+    out = []
+    for field in ("initContainers", "containers"):
+        for index, container in enumerate(_list(pod_spec.get(field))):
+            container = _mapping(container)
+            if isinstance(container.get("image"), str) and container["image"].strip():
+                continue
+            name = str(container.get("name", ""))
+            path = (*obj.template, "spec", field, index)
+            others = [n for n, c in zip(container_names(obj), _list(pod_spec.get("containers")), strict=True)
+                      if n != name and _mapping(c).get("image")]
+            fix = "give it an image"
+            if request is not None and others:
+                fix += (f"; if a patch added it, set `container: {others[0]}` on workload {request.workload} in the "
+                        "spec and render the patches again")
+            out.append(ManifestFinding(ERROR, obj.doc.where(path), path_str(path), obj.title,
+                                       request.workload if request else "",
+                                       f"container {name!r} has no image: the API server refuses its pods (a "
+                                       "strategic-merge patch whose container name matches none of the object's "
+                                       "adds a container like it)", fix))
+    return out
+
+
+def _patched_container(obj: _Object, request: PodRequest) -> list[ManifestFinding]:
+    """The container the workload's patch merges into is one of the object's (else the patch adds it)."""
+    names = container_names(obj)
+    path = (*obj.template, "spec", "containers")
+    patched = request.gpu_container(names)
+    if not names:
+        return []
+    if patched not in names:
+        return [ManifestFinding(
+            ERROR, obj.doc.where(path), path_str(path), obj.title, request.workload,
+            f"`gpustack render --workloads` patches the container named {patched!r}, which the object does not have "
+            f"({', '.join(names)}): the patch would add a second container, without an image, asking for the GPUs "
+            "again", f"set `container: <one of {', '.join(names)}>` on workload {request.workload} in the spec")]
+    if request.container is None and patched != request.workload:
+        return [ManifestFinding(
+            WARNING, obj.doc.where(path), path_str(path), obj.title, request.workload,
+            f"its only container is {patched!r}, not {request.workload!r}: `gpustack render --workloads` patches it "
+            f"when given these manifests (--manifests), and without them adds a container {request.workload!r}",
+            f"set `container: {patched}` on workload {request.workload} in the spec")]
+    return []
 
 
 def _class_marker(target: TargetPlan) -> str | None:
@@ -278,7 +345,7 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
                 continue
             finding(containers_path, f"no container requests {name}: its pods get no GPU from its pools",
                     f"set resources.limits and requests {name}: {quantity} on the container named "
-                    f"{request.workload}")
+                    f"{request.gpu_container(container_names(obj))}")
             continue
         amount, where = asked[name]
         most = max((dict(p.node_offers).get(name, 0) for p in mine), default=0)
@@ -303,6 +370,7 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
                 f"refuse leaves the job less than the {wanted_grace} s the plan gives it to write what it can",
                 f"set terminationGracePeriodSeconds: {wanted_grace}", WARNING)
     out.extend(_node_fit(obj, request, pod_spec, mine))
+    out.extend(_patched_container(obj, request))
     if dict(request.pod_labels).get(CHECKPOINTING_LABEL) == "true":
         labels = _str_map(obj.at("metadata", "labels"))
         if labels.get(CHECKPOINTING_LABEL) != "true":

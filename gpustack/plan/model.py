@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from gpustack.spec.model import HOURS_PER_MONTH, shared_by_clients
@@ -198,6 +199,14 @@ class PodRequest:
     # where a checkpointed workload may run on spot (what a disruption policy and cost reports read).
     pod_labels: Pairs = ()
     topology_spread: tuple[TopologySpread, ...] = ()  # `availability`: over zones and nodes
+    container: str | None = None  # the spec's `container`: the GPU container of the workload's object
+
+    def gpu_container(self, containers: Sequence[str] = ()) -> str:
+        """The container its pods' GPU requests go to: the spec's `container`, else the object's only
+        container (when its `containers` are known), else the one named after the workload."""
+        if self.container:
+            return self.container
+        return containers[0] if len(containers) == 1 else self.workload
 
 
 @dataclasses.dataclass(frozen=True)
@@ -582,7 +591,8 @@ def _pod_request(r: PodRequest) -> dict[str, Any]:
                if r.termination_grace_seconds is not None else {}),
             **({"topology_spread": [{"topology_key": t.topology_key, "max_skew": t.max_skew,
                                      "min_domains": t.min_domains} for t in r.topology_spread]}
-               if r.topology_spread else {})}
+               if r.topology_spread else {}),
+            **({"container": r.container} if r.container else {})}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:

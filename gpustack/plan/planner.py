@@ -184,7 +184,7 @@ class _TargetPlanner:
                                    labels=tuple(sorted(labels.items())), checkpointing=workload.checkpointing,
                                    pod_labels=tuple(sorted(pod_labels.items())),
                                    autostop=autostop_choice(workload), annotations=annotations,
-                                   termination_grace_seconds=grace)
+                                   termination_grace_seconds=grace, container=workload.container)
 
     # -- per workload -------------------------------------------------------------------------
     def demands_of(self, workload: Workload) -> list[tuple[PoolKey, Demand]]:

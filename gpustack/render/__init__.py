@@ -81,18 +81,26 @@ def namespace(plan: Plan, target: TargetPlan, name: str, privileged: bool = Fals
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata(name, labels)}
 
 
-def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
+# Parts a team may already run, which `leave_out` drops: the GPU Operator's release and namespace (the
+# NVIDIA sharing ConfigMaps stay, in the namespace the operator runs in), the auto-stop CronJobs and
+# their RBAC, the idle-GPU alerts' PrometheusRule.
+GPU_OPERATOR, AUTOSTOP, ALERTS = "gpu-operator", "autostop", "alerts"
+
+
+def in_cluster(plan: Plan, target: TargetPlan, leave_out: frozenset[str] = frozenset()) -> InCluster:
     cloud = CLOUDS.get(target.cloud)
     release = operator.release(target, cloud)
     objects: list[dict[str, Any]] = []
     if release is not None:
-        objects.append(namespace(plan, target, release.namespace, privileged=True))
+        if GPU_OPERATOR not in leave_out:
+            objects.append(namespace(plan, target, release.namespace, privileged=True))
         objects.extend(nvidia.configmaps(plan, target, release.namespace))
-    objects.extend(autostop.objects(plan, target))
+    if AUTOSTOP not in leave_out:
+        objects.extend(autostop.objects(plan, target))
     objects.extend(keda.objects(plan, target))
     objects.extend(idle.objects(plan, target, objects))
     objects.extend(autoscaling.objects(plan, target))
-    rule = alerts.prometheus_rule(plan, target, GPUSTACK_NAMESPACE)
+    rule = alerts.prometheus_rule(plan, target, GPUSTACK_NAMESPACE) if ALERTS not in leave_out else None
     if rule is not None:
         objects.append(namespace(plan, target, GPUSTACK_NAMESPACE))
         objects.append(rule)
@@ -100,8 +108,10 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
     node_objects = [obj for pool in target.pools
                     for obj in provisioner.objects(pool, object_labels(plan, target, pool))]
     node_objects.extend(provisioner.class_objects(target.pools, object_labels(plan, target)))
-    return InCluster(target.name, tuple(sorted(objects, key=object_key)), release, hami.release(target),
+    return InCluster(target.name, tuple(sorted(objects, key=object_key)),
+                     None if GPU_OPERATOR in leave_out else release, hami.release(target),
                      tuple(sorted(node_objects, key=object_key)), jupyterhub.hub_values(target))
 
 
-__all__ = ["GPUSTACK_NAMESPACE", "KUBERNETES_VERSION", "InCluster", "in_cluster", "kind_order", "object_key"]
+__all__ = ["ALERTS", "AUTOSTOP", "GPUSTACK_NAMESPACE", "GPU_OPERATOR", "KUBERNETES_VERSION", "InCluster", "in_cluster",
+           "kind_order", "object_key"]

@@ -143,8 +143,8 @@ def workload_files(target: str, wirings: tuple[WorkloadWiring, ...]) -> dict[str
              + "# workloads' objects. Each patch targets one object by kind, name and namespace.\n"
              + dump_yaml(kustomization(wirings))}
     for w in wirings:
-        files[patch_file(w)] = (top + f"# {w.kind} {w.namespace}/{w.workload}: its GPU container is the one named "
-                                f"{w.container!r}.\n" + dump_yaml(patch(w)))
+        files[patch_file(w)] = (top + f"# {w.kind} {w.namespace}/{w.object_name}: its GPU container is the one named "
+                                f"{w.gpu_container!r}.\n" + dump_yaml(patch(w)))
         files[f"helm/{w.namespace}-{w.workload}-values.yaml"] = (
             top + f"# Helm values for the chart that runs {w.namespace}/{w.workload} (the keys most charts use;\n"
             + "# nest them where the chart expects them), e.g. `helm upgrade --install ... -f <this file>`.\n"

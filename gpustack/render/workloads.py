@@ -18,7 +18,7 @@ Each fragment carries
 
 Written two ways: a Kustomize strategic-merge patch per workload targeting its object by kind, name and
 namespace (listed in a kustomize Component), and a Helm values snippet with the keys most charts use.
-The GPU container of the object is the one named after the workload (a strategic merge matches
+The object and its GPU container are chosen in workload_objects.py (a strategic merge matches
 containers by name); the patch replaces the pod's tolerations and node affinity as a whole (those
 lists have no merge key).
 """
@@ -26,14 +26,15 @@ lists have no merge key).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from gpustack.plan.model import PodRequest, Pool, TargetPlan
 from gpustack.plan.pools import POOL_LABEL
 from gpustack.render.common import WORKLOAD_LABEL
+from gpustack.render.workload_objects import OBJECT_KINDS as OBJECT_KINDS  # where keda.py and idle.py read it
+from gpustack.render.workload_objects import FoundObject, patch_target
 
-# The object each kind of workload usually runs as; the patch targets it by this kind.
-OBJECT_KINDS = {"inference": "Deployment", "notebook": "StatefulSet", "training": "Job", "fine-tuning": "Job"}
 API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1",
                 "Pod": "v1"}
 # Preferred-affinity weights (1-100): the pool to fill first, and the one to spill into.
@@ -52,10 +53,16 @@ class WorkloadWiring:
     pod_spec: dict[str, Any]  # nodeSelector, affinity, tolerations
     resources: dict[str, dict[str, str]]  # requests, limits
     pod_annotations: dict[str, str] = dataclasses.field(default_factory=dict)
+    name: str = ""  # the object's name ("": the workload's)
+    container: str = ""  # the GPU container the patch merges into ("": the one named after the workload)
 
     @property
-    def container(self) -> str:
-        return self.workload
+    def object_name(self) -> str:
+        return self.name or self.workload
+
+    @property
+    def gpu_container(self) -> str:
+        return self.container or self.workload
 
 
 def _pool_terms(pools: list[str]) -> dict[str, Any]:
@@ -80,7 +87,7 @@ def resources(request: PodRequest) -> dict[str, dict[str, str]]:
     return {"requests": requests, "limits": limits} if limits else {"requests": requests}
 
 
-def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
+def wiring(target: TargetPlan, request: PodRequest, found: FoundObject | None = None) -> WorkloadWiring:
     pools = {p.name: p for p in target.pools}
     labels = {**dict(request.labels), WORKLOAD_LABEL: request.workload}
     pod_spec: dict[str, Any] = {}
@@ -90,29 +97,34 @@ def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
     pod_spec["tolerations"] = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations]
     if request.termination_grace_seconds is not None:
         pod_spec["terminationGracePeriodSeconds"] = request.termination_grace_seconds
+    chosen = patch_target(request, found)
     if request.topology_spread:  # the workload's availability (gpustack.plan.spread)
-        pod_spec["topologySpreadConstraints"] = spread_constraints(request)
-    return WorkloadWiring(request.workload, request.namespace, OBJECT_KINDS.get(request.kind, "Deployment"),
+        pod_spec["topologySpreadConstraints"] = spread_constraints(request, chosen.kind)
+    return WorkloadWiring(request.workload, request.namespace, chosen.kind,
                           dict(request.pod_labels), dict(sorted(labels.items())), pod_spec,
-                          resources(request), dict(sorted(request.annotations)))
+                          resources(request), dict(sorted(request.annotations)), chosen.name, chosen.container)
 
 
-def spread_constraints(request: PodRequest) -> list[dict[str, Any]]:
+def spread_constraints(request: PodRequest, kind: str) -> list[dict[str, Any]]:
     """The pods' topology spread constraints, counting the workload's own pods of one revision
     (matchLabelKeys pod-template-hash: a Deployment's rollout does not count the old pods)."""
-    revision = {"matchLabelKeys": ["pod-template-hash"]} if OBJECT_KINDS.get(request.kind) == "Deployment" else {}
+    revision = {"matchLabelKeys": ["pod-template-hash"]} if kind == "Deployment" else {}
     return [{"topologyKey": t.topology_key, "maxSkew": t.max_skew, "minDomains": t.min_domains,
              "whenUnsatisfiable": "DoNotSchedule",
              "labelSelector": {"matchLabels": {WORKLOAD_LABEL: request.workload}}, **revision}
             for t in request.topology_spread]
 
 
-def wirings(target: TargetPlan) -> tuple[WorkloadWiring, ...]:
-    return tuple(wiring(target, r) for r in sorted(target.pod_requests, key=lambda r: (r.namespace, r.workload)))
+def wirings(target: TargetPlan, found: Mapping[str, FoundObject] | None = None) -> tuple[WorkloadWiring, ...]:
+    """Every workload's wiring; `found` (workload -> its object in the team's manifests) names the objects
+    and containers the patches target."""
+    found = found or {}
+    return tuple(wiring(target, r, found.get(r.workload))
+                 for r in sorted(target.pod_requests, key=lambda r: (r.namespace, r.workload)))
 
 
 def pod_template(w: WorkloadWiring) -> dict[str, Any]:
-    spec = dict(w.pod_spec, containers=[{"name": w.container, "resources": w.resources}])
+    spec = dict(w.pod_spec, containers=[{"name": w.gpu_container, "resources": w.resources}])
     metadata: dict[str, Any] = {"labels": w.pod_labels}
     if w.pod_annotations:
         metadata["annotations"] = w.pod_annotations
@@ -126,14 +138,14 @@ def patch(w: WorkloadWiring, kind: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any]
     if kind == "Pod":
         return {"apiVersion": API_VERSIONS[kind], "kind": kind,
-                "metadata": {"name": w.workload, "namespace": w.namespace, **template["metadata"]},
+                "metadata": {"name": w.object_name, "namespace": w.namespace, **template["metadata"]},
                 "spec": template["spec"]}
     if kind == "CronJob":
         spec = {"jobTemplate": {"metadata": {"labels": w.object_labels}, "spec": {"template": template}}}
     else:
         spec = {"template": template}
     return {"apiVersion": API_VERSIONS[kind], "kind": kind,
-            "metadata": {"name": w.workload, "namespace": w.namespace, "labels": w.object_labels}, "spec": spec}
+            "metadata": {"name": w.object_name, "namespace": w.namespace, "labels": w.object_labels}, "spec": spec}
 
 
 def patch_file(w: WorkloadWiring) -> str:
@@ -145,7 +157,7 @@ def kustomization(ws: tuple[WorkloadWiring, ...]) -> dict[str, Any]:
     target, so a patch applies to its workload's object only."""
     return {"apiVersion": "kustomize.config.k8s.io/v1alpha1", "kind": "Component",
             "patches": [{"path": patch_file(w),
-                         "target": {"kind": w.kind, "name": w.workload, "namespace": w.namespace}} for w in ws]}
+                         "target": {"kind": w.kind, "name": w.object_name, "namespace": w.namespace}} for w in ws]}
 
 
 def helm_values(w: WorkloadWiring) -> dict[str, Any]:

@@ -58,7 +58,7 @@ WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
                      "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop",
-                     "availability")
+                     "availability", "container")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 # Namespaces a workload may not live in: the cluster's own (Kubernetes reserves the `kube-` prefix,
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces)
@@ -431,6 +431,9 @@ class _SpecReader(Reader):
             if "autostop" in value else None
         availability = read_availability(self, field["availability"], value["availability"], kind) \
             if "availability" in value else None
+        # The GPU container of the workload's object (a container name is a DNS label, Kubernetes'
+        # Container.name): the one the patches of `gpustack render --workloads` merge into.
+        container = self.dns_label(field["container"], value["container"]) if "container" in value else None
         if len(self.problems) > before:
             return BAD
         return Workload(
@@ -440,7 +443,7 @@ class _SpecReader(Reader):
             labels=labels, capacity=cast(Capacity | None, capacity), sharing=cast(SharingMode | None, sharing),
             namespace=namespace, index=index, instance_types=pins, spot_alternatives=alternatives,
             burst_share=burst_share,
-            disk_gib=disk, idle=idle, autostop=autostop, availability=availability,
+            disk_gib=disk, idle=idle, autostop=autostop, availability=availability, container=container,
         )
 
     def instance_pins(self, path: Path, value: Any, kind: Any = None) -> Any:

@@ -166,6 +166,7 @@ class Workload:
     def alternatives(self, cloud: str) -> tuple[str, ...]:
         """The instance types listed for `cloud`, the pin first; () when one type (or none) is given."""
         return dict(self.spot_alternatives).get(cloud, ())
+    container: str | None = None  # the GPU container of its object (None: its only container, else its name)
 
     def pinned_instance(self, cloud: str) -> str | None:
         return dict(self.instance_types).get(cloud)

@@ -33,9 +33,10 @@ NODE_POLICIES = {
 def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str, GpuNodePool]:
     settings = dict(target.settings)
     subnet_ids = [str(s) for s in cast("list[object]", settings["subnet_ids"])]
-    role_arn, role_ready = (_node_role(target, plan, settings.get("node_role_arn"), context) if target.pools
+    role = settings.get("node_role_arn") or context.node_role
+    role_arn, role_ready = (_node_role(target, plan, role, context) if target.pools
                             else ("", []))
-    existing = (aws.eks.get_node_groups_output(cluster_name=target.cluster, opts=context.invoke()).names
+    existing = (aws.eks.get_node_groups_output(cluster_name=context.cluster_of(target), opts=context.invoke()).names
                 if target.pools else None)
 
     def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
@@ -48,7 +49,10 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
 
 def _node_role(target: TargetPlan, plan: Plan, arn: object,
                context: DeployContext) -> tuple[pulumi.Input[str], list[pulumi.Resource]]:
-    """The node role's ARN from settings, or one role per target with the standard worker policies."""
+    """The node role's ARN from settings or the program, or one role per target with the standard worker
+    policies."""
+    if isinstance(arn, pulumi.Output):
+        return arn, []
     if arn:
         return str(arn), []
     partition = aws.get_partition_output(opts=context.invoke())
@@ -85,7 +89,7 @@ def _desired_size(target: TargetPlan, pool: Pool, existing: pulumi.Output[list[s
     def clamp(names: list[str]) -> pulumi.Input[int]:
         if pool.cloud_name not in (names or []):
             return pool.min_nodes
-        live = aws.eks.get_node_group_output(cluster_name=target.cluster, node_group_name=pool.cloud_name,
+        live = aws.eks.get_node_group_output(cluster_name=context.cluster_of(target), node_group_name=pool.cloud_name,
                                              opts=context.invoke())
         return live.scaling_configs.apply(
             lambda configs: min(pool.max_nodes, max(pool.min_nodes, int(configs[0].desired_size))))
@@ -157,7 +161,7 @@ def _one_group(target: TargetPlan, pool: Pool, compiled: EksNodeGroup, subnet_id
         aws.eks.NodeGroupScalingConfigArgs(min_size=count, max_size=count, desired_size=count)
     node_group = aws.eks.NodeGroup(
         f"{pool.name}-node-group{suffix}",
-        cluster_name=target.cluster,
+        cluster_name=context.cluster_of(target),
         node_group_name=pool.cloud_name if not suffix else f"{pool.cloud_name[:60]}{suffix}",
         node_role_arn=role_arn,
         subnet_ids=subnet_ids,

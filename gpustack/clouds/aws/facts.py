@@ -165,6 +165,10 @@ class EKS(Cloud):
     # EKS cluster names: 1-100 characters, letters, digits, '-' and '_', starting with a letter or digit
     # (https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html).
     cluster_rule = (r"[0-9A-Za-z][A-Za-z0-9\-_]{0,99}", "an EKS cluster name (letters, digits, '-', '_'; at most 100)")
+    # aws.eks.NodeGroup.cluster_name is the cluster's name (an aws.eks.Cluster's `name` output, auto-named
+    # when the program gives none): https://www.pulumi.com/registry/packages/aws/api-docs/eks/nodegroup/
+    cluster_attribute = "name"
+    node_identity = "the node IAM role's ARN (settings.node_role_arn in the spec)"
     cluster_api_rule = (r"[0-9A-Za-z][A-Za-z0-9\-_]*", "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html")
     # Node group names: at most 63 characters, first a letter or digit, then letters, digits, '-' and
     # '_' (docstring of aws.eks.NodeGroup.node_group_name, pulumi-aws 7.51.1).

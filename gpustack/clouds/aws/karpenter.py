@@ -118,6 +118,8 @@ class Karpenter(KarpenterProvisioner):
     name = "karpenter"
     description = f"Karpenter {RELEASE} NodePools and EC2NodeClasses on EKS"
     backend = "karpenter_backend"
+    names_cluster = ("its EC2NodeClass finds subnets and security groups by the tag karpenter.sh/discovery: <cluster> "
+                     "and names the node role after the cluster")
     release = RELEASE
     docs = DOCS
     compiled_type = EC2KarpenterPool

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gpustack.testing import auto_name
+
 # EKS node groups that already exist, by name: their live scaling config (wire names), as
 # eks:DescribeNodegroup reports it. Empty: a first `pulumi up`. Tests set it to simulate an update.
 LIVE_NODE_GROUPS: dict[str, dict[str, int]] = {}
@@ -28,6 +30,8 @@ OUTPUTS: dict[str, Callable[[str, dict[str, Any]], dict[str, Any]]] = {
     "aws:eks/nodeGroup:NodeGroup": lambda name, inputs: {
         "resources": [{"autoscalingGroups": [{"name": f"eks-{name}-asg"}]}], "arn": f"arn:aws:eks:::{name}"},
     "aws:ec2/launchTemplate:LaunchTemplate": lambda name, inputs: {"latestVersion": 1, "defaultVersion": 1},
+    # A cluster declared without `name` is auto-named by the provider.
+    "aws:eks/cluster:Cluster": lambda name, inputs: {"name": inputs.get("name") or auto_name(name)},
     "aws:iam/role:Role": lambda name, inputs: {"arn": f"arn:aws:iam::123456789012:role/{name}",
                                                "name": inputs.get("name", name)},
 }

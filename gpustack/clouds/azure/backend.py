@@ -25,7 +25,7 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
     del plan  # everything needed is in the target
     resource_group = str(dict(target.settings)["resource_group"])
     live = _live_counts(target, resource_group, context) if target.pools else pulumi.Output.from_input({})
-    build = functools.partial(_agent_pool, target, resource_group, live)
+    build = functools.partial(_agent_pool, target, resource_group, live, context.cluster_of(target))
     return {pool.name: GpuNodePool(target.cloud, pool, build, context) for pool in target.pools}
 
 
@@ -51,7 +51,7 @@ def _live_counts(target: TargetPlan, resource_group: str, context: DeployContext
     """The node count of every agent pool the cluster has now, by agent pool name (the managed cluster
     lists them all in agentPoolProfiles)."""
     cluster = containerservice.get_managed_cluster_output(resource_group_name=resource_group,
-                                                          resource_name=target.cluster, opts=context.invoke())
+                                                          resource_name=context.cluster_of(target), opts=context.invoke())
     return cluster.agent_pool_profiles.apply(
         lambda profiles: {p.name: int(p.count or 0) for p in profiles or []})
 
@@ -67,14 +67,14 @@ def _count(pool: Pool, live: pulumi.Output[dict[str, int]]) -> pulumi.Output[int
                       if pool.cloud_name in counts else pool.min_nodes)
 
 
-def _agent_pool(target: TargetPlan, resource_group: str, live: pulumi.Output[dict[str, int]], pool: Pool,
-                opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
+def _agent_pool(target: TargetPlan, resource_group: str, live: pulumi.Output[dict[str, int]],
+                cluster: pulumi.Input[str], pool: Pool, opts: pulumi.ResourceOptions) -> Mapping[str, Any]:
     opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(transformations=[_without_version_aliases]))
     compiled = pool.compiled
     assert isinstance(compiled, AksAgentPool)
     args: dict[str, Any] = dict(
         resource_group_name=resource_group,
-        resource_name_=target.cluster,
+        resource_name_=cluster,
         agent_pool_name=pool.cloud_name,
         mode=compiled.mode,
         os_type=compiled.os_type,

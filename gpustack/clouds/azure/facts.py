@@ -184,6 +184,9 @@ class AKS(Cloud):
     spread_setting = "zones"
     cluster_rule = (r"[a-zA-Z0-9]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?",
                     "an AKS cluster name (at most 63 letters, digits, '-', '_', starting and ending with a letter or digit)")
+    # AgentPool.resource_name is the managed cluster's name (a ManagedCluster's `name` output):
+    # https://www.pulumi.com/registry/packages/azure-native/api-docs/containerservice/agentpool/
+    cluster_attribute = "name"
     cluster_api_rule = (r"^[a-zA-Z0-9]$|^[a-zA-Z0-9][-_a-zA-Z0-9]{0,61}[a-zA-Z0-9]$",
                         "https://learn.microsoft.com/en-us/rest/api/aks/managed-clusters/create-or-update")
     # Linux user pools: ^[a-z][a-z0-9]{0,11}$ (AKS REST API, Agent Pools - Create Or Update,

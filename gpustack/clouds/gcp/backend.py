@@ -28,12 +28,13 @@ def declare(target: TargetPlan, plan: Plan, context: DeployContext) -> dict[str,
     del plan  # everything a GKE pool needs is on the target
 
     def build(pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
-        return _node_pool(target, pool, opts)
+        return _node_pool(target, pool, context.cluster_of(target), opts)
 
     return {pool.name: GpuNodePool(target.cloud, pool, build, context) for pool in target.pools}
 
 
-def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> dict[str, Any]:
+def _node_pool(target: TargetPlan, pool: Pool, cluster: pulumi.Input[str],
+               opts: pulumi.ResourceOptions) -> dict[str, Any]:
     settings = dict(target.settings)
     project = settings.get("project")
     assert project is None or isinstance(project, str)  # the spec's pattern admits strings only
@@ -54,7 +55,7 @@ def _node_pool(target: TargetPlan, pool: Pool, opts: pulumi.ResourceOptions) -> 
     node_pool = gcp.container.NodePool(
         f"{pool.name}-node-pool",
         name=pool.cloud_name,
-        cluster=target.cluster,
+        cluster=cluster,
         location=target.region,
         project=project,
         node_locations=zones or None,

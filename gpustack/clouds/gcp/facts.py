@@ -184,6 +184,9 @@ class GKE(Cloud):
                     r"/clusters/[a-z]([-a-z0-9]{0,38}[a-z0-9])?",
                     "a GKE cluster name (at most 40 lowercase letters, digits and '-', starting with a letter) or "
                     "'projects/PROJECT/locations/LOCATION/clusters/NAME'")
+    # gcp.container.NodePool.cluster takes the cluster's name (a gcp.container.Cluster's `name` output):
+    # https://www.pulumi.com/registry/packages/gcp/api-docs/container/nodepool/
+    cluster_attribute = "name"
     cluster_api_rule = (r"([a-z]([-a-z0-9]*[a-z0-9])?)|projects/[^/]+/(locations|zones)/[^/]+/clusters/[a-z]([-a-z0-9]*[a-z0-9])?",
                         "https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters")
     # Node-pool names: lowercase letters, digits and '-', start with a letter, end with a letter or

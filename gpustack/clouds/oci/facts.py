@@ -122,6 +122,9 @@ class OKE(Cloud):
                 r"addon|none", "'addon' or 'none'"),
     )
     cluster_rule = (ocid("cluster"), "a cluster OCID ('ocid1.cluster.oc1.<region>.' and its unique id)")
+    # The backend reads the cluster (its type for the autoscaler add-on, its Kubernetes version for the
+    # node image) before it declares a pool, so it needs the OCID the spec names, not a program's output.
+    cluster_attribute = None
     cluster_api_rule = (OCID_FORMAT, OCID_SOURCE)
     # OKE node-pool names: at most 32 characters (terraform-oci-oke#628; no limit in Oracle's API
     # reference, so gpustack keeps to the stricter secondary figure and to [a-z0-9-]).
