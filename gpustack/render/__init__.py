@@ -10,6 +10,8 @@ program declare, built from the plan only (no Pulumi import here).
 - the built-in idle action (idle.py): a CronJob per workload that scales to zero when idle, where KEDA
   does not, with its RBAC and NetworkPolicy;
 - idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud;
+- team quotas (kueue.py), on targets with `settings.queue: kueue`: Kueue's ResourceFlavors, ClusterQueues,
+  LocalQueues and, for queued provisioning, its provisioning AdmissionCheck;
 - spot first, on-demand fallback (autoscaling.py): the Cluster Autoscaler's priority-expander
   ConfigMap, or GKE ComputeClasses, for targets with fallback pools;
 - the pools themselves where the provisioner makes them from Kubernetes objects (Karpenter's NodePools
@@ -27,7 +29,7 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import alerts, autoscaling, autostop, hami, idle, jupyterhub, keda, nvidia, operator
+from gpustack.render import alerts, autoscaling, autostop, hami, idle, jupyterhub, keda, kueue, nvidia, operator
 from gpustack.render.common import metadata, object_labels
 from gpustack.render.operator import HelmRelease
 
@@ -43,7 +45,10 @@ KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAcco
               "RoleBinding": 34, "NetworkPolicy": 35, "CronJob": 40, "ScaledObject": 45,
               "PrometheusRule": 50,
               # Karpenter: what its nodes offer, before the NodePool (its node class too: `kind_order`).
-              "NodeOverlay": 61, "NodePool": 62}
+              "NodeOverlay": 61, "NodePool": 62,
+              # Kueue: the flavors and admission checks a ClusterQueue names, then the LocalQueues naming it.
+              "ResourceFlavor": 70, "ProvisioningRequestConfig": 71, "AdmissionCheck": 72, "ClusterQueue": 73,
+              "LocalQueue": 74}
 # A Karpenter provider's node class (each provider names its kind `<Provider>NodeClass`), which the
 # NodePool names, so it is applied before it.
 NODE_CLASS_ORDER = 60
@@ -87,6 +92,7 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
     objects.extend(keda.objects(plan, target))
     objects.extend(idle.objects(plan, target, objects))
     objects.extend(autoscaling.objects(plan, target))
+    objects.extend(kueue.objects(plan, target))
     rule = alerts.prometheus_rule(plan, target, GPUSTACK_NAMESPACE)
     if rule is not None:
         objects.append(namespace(plan, target, GPUSTACK_NAMESPACE))

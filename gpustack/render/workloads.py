@@ -10,6 +10,8 @@ Each fragment carries
 - tolerations for exactly the taints of its pools (operator Exists on key and effect);
 - requests for cpu, memory and the extended resource its sharing mode needs, and a limit equal to the
   request for the extended resources (Kubernetes refuses extended resources without it);
+- on targets with `settings.queue: kueue`, `kueue.x-k8s.io/queue-name` on the Jobs (a CronJob's jobTemplate)
+  of training and fine-tuning, naming their team's LocalQueue (render/kueue.py);
 - the attribution labels and `gpustack.dev/workload` on the object (what auto-stop selects) and on its
   pods (what cost reports group by), plus `gpustack.dev/checkpointing` on pods that may run on spot;
 - what the provisioner needs to leave the pods be (the plan's pod request: Karpenter's
@@ -31,6 +33,7 @@ from typing import Any
 from gpustack.plan.model import PodRequest, Pool, TargetPlan
 from gpustack.plan.pools import CHECKPOINTING_LABEL, POOL_LABEL
 from gpustack.render.common import WORKLOAD_LABEL
+from gpustack.render.kueue import queue_labels
 
 # The object each kind of workload usually runs as; the patch targets it by this kind.
 OBJECT_KINDS = {"inference": "Deployment", "notebook": "StatefulSet", "training": "Job", "fine-tuning": "Job"}
@@ -93,8 +96,10 @@ def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
     pod_spec["tolerations"] = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations]
     if request.termination_grace_seconds is not None:
         pod_spec["terminationGracePeriodSeconds"] = request.termination_grace_seconds
+    # A queued workload's Jobs name their LocalQueue (on a CronJob: on its jobTemplate, which the patch labels).
+    object_labels = {**labels, **queue_labels(target, request.workload)}
     return WorkloadWiring(request.workload, request.namespace, OBJECT_KINDS.get(request.kind, "Deployment"),
-                          dict(sorted(pod_labels.items())), dict(sorted(labels.items())), pod_spec,
+                          dict(sorted(pod_labels.items())), dict(sorted(object_labels.items())), pod_spec,
                           resources(request), dict(sorted(request.annotations)))
 
 
