@@ -12,6 +12,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 import yaml
 from cloudsim import kueue as sim
 from conftest import TARGETS, spec_text
@@ -364,3 +366,55 @@ def test_a_job_with_a_resource_no_queue_covers_is_not_admitted():
     job = _jobs("pretrain", 1)[0]
     odd = dataclasses.replace(job, requests={**job.requests, "example.com/fpga": Fraction(1)})
     assert cohort.assign(odd).reasons == ("resource example.com/fpga unavailable in ClusterQueue",)
+
+
+# -- over random specs ----------------------------------------------------------------------------------
+@st.composite
+def _job_specs(draw: st.DrawFn) -> list[dict]:
+    out = []
+    for i in range(draw(st.integers(1, 4))):
+        out.append({"name": f"w{i}", "kind": draw(st.sampled_from(["training", "fine-tuning"])),
+                    "gpu": draw(st.sampled_from(["A100-80GB", "H100"])), "gpus": draw(st.sampled_from([1, 2, 8])),
+                    "cpu": draw(st.sampled_from([4, 8])), "memory": "32Gi", "checkpointing": draw(st.booleans()),
+                    "replicas": draw(st.integers(1, 4)), "namespace": draw(st.sampled_from(["a", "b"])),
+                    "labels": {"team": draw(st.sampled_from(["red", "blue"]))}})
+    return out
+
+
+@pytest.mark.parametrize("cloud", sorted(TARGETS))
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads=_job_specs())
+def test_random_specs_admit_nothing_beyond_what_the_pools_hold(cloud, workloads):
+    """Kueue admitting every Job it can (each replica one Job, every team at once, borrowing allowed) never
+    places more on a pool than its nodes hold, and each Job lands on a pool its pods can run on."""
+    try:
+        plan, target = queued_plan(workloads, cloud)
+    except SpecError:
+        assume(False)
+    objects = [o for o in in_cluster(plan, target).objects if o["kind"] in KINDS]
+    cohort = sim.cohort_of(objects)
+    requests = {r.workload: r for r in target.pod_requests}
+    planned = {w: max(pl.replicas for p in target.pools for pl in p.placements if pl.workload == w) for w in requests}
+
+    def jobs(w, first: int, count: int) -> list[sim.Job]:
+        wiring = next(x for x in wirings(target) if x.workload == w)
+        queue = target.queueing.queue_of(w).queue
+        return [sim.job_of(patch(wiring), queue, f"{w}-{i}") for i in range(first, first + count)]
+
+    # The planned replicas, every team at once: each is admitted (the quotas are not smaller than the plan),
+    # on a pool its pods can run on.
+    for w in sorted(requests):
+        for job in jobs(w, 0, planned[w]):
+            admitted = cohort.assign(job)
+            assert admitted.flavor in requests[w].pools, (job.name, admitted)
+    # Then as many more as anyone submits, borrowing allowed: no pool gets more than its nodes hold.
+    for w in sorted(requests):
+        for job in jobs(w, planned[w], 12):
+            admitted = cohort.assign(job)
+            assert admitted.flavor is None or admitted.flavor in requests[w].pools
+    for pool in target.pools:
+        used = {r: sum((v for (_, f, name), v in cohort.usage.items() if f == pool.name and name == r), Fraction(0))
+                for r in ("nvidia.com/gpu", "cpu", "memory")}
+        assert used["nvidia.com/gpu"] <= pool.max_nodes * pool.gpus_per_node, pool.name
+        for resource in ("cpu", "memory"):
+            assert used[resource] <= parse_quantity(dict(pool.node_allocatable)[resource]) * pool.max_nodes
