@@ -308,7 +308,7 @@ def test_pulumi_declares_the_rendered_kueue_objects_as_custom_resources(tmp_path
     resources = run_program(str(spec), TARGET.name, config=KUBECONFIG)
     declared = [r for r in resources if r.type.startswith("kubernetes:kueue.x-k8s.io/v1beta2:")]
     key = lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
-    as_objects = [plain({k: v for k, v in dict(r.inputs).items()}) for r in declared]
+    as_objects = [plain(dict(r.inputs)) for r in declared]
     assert sorted(as_objects, key=key) == sorted((plain(o) for o in OBJECTS), key=key)
 
 

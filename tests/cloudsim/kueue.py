@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
+from gpustack.guardrails.manifests import selects
 from gpustack.guardrails.quantity import parse_quantity
 
 FIT, BORROW, PREEMPT, NO_FIT = "fit", "borrow", "preempt", "no-fit"
@@ -62,34 +63,23 @@ def pod_requests(resources: Mapping[str, Any]) -> dict[str, Fraction]:
     return out
 
 
-def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, operator, values = expression["key"], expression["operator"], list(expression.get("values", []))
-    if operator == "In":
-        return key in labels and labels[key] in values
-    if operator == "NotIn":
-        return key not in labels or labels[key] not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    raise ValueError(operator)
-
-
 def flavor_matches(pod_spec: Mapping[str, Any], node_labels: Mapping[str, str]) -> bool:
-    """`flavorSelector` then the scheduler's rule, on a node with the flavor's labels only."""
+    """`flavorSelector` (the pod's nodeSelector and required node affinity cut to the flavor's label keys),
+    then the scheduler's rule on a node with the flavor's labels only."""
     keys = set(node_labels)
-    selector = {k: v for k, v in (pod_spec.get("nodeSelector") or {}).items() if k in keys}
-    if any(node_labels.get(k) != v for k, v in selector.items()):
-        return False
+    cut: dict[str, Any] = {"nodeSelector": {k: v for k, v in (pod_spec.get("nodeSelector") or {}).items() if k in keys}}
     required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
     terms = []
     for term in required.get("nodeSelectorTerms", []):
         kept = [e for e in term.get("matchExpressions", []) if e["key"] in keys]
-        if not kept:  # a term left empty matches any flavor (terms are ORed)
-            return True
-        terms.append(kept)
-    return not terms or any(all(_expression_matches(e, node_labels) for e in term) for term in terms)
+        if not kept:  # a term left empty matches any flavor (terms are ORed): only the nodeSelector counts
+            terms = []
+            break
+        terms.append({"matchExpressions": kept})
+    if terms:
+        cut["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    return selects(cut, node_labels)
 
 
 def _tolerated(taint: Mapping[str, Any], tolerations: Sequence[Mapping[str, Any]]) -> bool:
