@@ -181,8 +181,8 @@ def notes(queueing: Queueing) -> tuple[str, ...]:
                    "LocalQueue (`gpustack render --workloads`); the cluster must run Kueue v0.19 or later "
                    "(kueue.x-k8s.io/v1beta2).")
     if queueing.unqueued:
-        out.append(f"Not queued: {', '.join(queueing.unqueued)} run as Deployments or StatefulSets, which Kueue does "
-                   "not suspend and admit (it manages Jobs).")
+        out.append(f"Not queued: {', '.join(queueing.unqueued)} (inference and notebooks run as Deployments or "
+                   "StatefulSets, which Kueue does not suspend and admit: it manages Jobs).")
     for check in queueing.checks:
         out.append(f"Kueue asks for the nodes of {', '.join(check.flavors)} with a ProvisioningRequest of class "
                    f"{check.provisioning_class} before it admits a Job there (AdmissionCheck {check.name}; "
