@@ -25,10 +25,10 @@ from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, cho
 from gpustack.plan.disks import default_disk_gib
 from gpustack.plan.model import AutoStopChoice, IdlePolicy, Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
-from gpustack.plan.queueing import Queueing
 from gpustack.plan.pools import (
     Demand, PoolKey, build_floor_and_burst, build_pool, floor_and_burst_cost, pool_cost, shares_tag,
 )
+from gpustack.plan.queueing import Queueing
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.autostop import DETECTED
 from gpustack.spec.load import pinned_key
