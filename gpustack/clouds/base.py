@@ -63,6 +63,9 @@ class Setting:
 # the in-cluster Prometheus both read GPU utilisation from. The URL reaches YAML and a program's argv
 # only, and the NetworkPolicy opens exactly its port.
 AUTOSTOP_CHOICES = ("cronjob", "keda")
+# Who admits the target's training and fine-tuning Jobs (docs/kueue.md): unset, the Jobs start as they are
+# created; `kueue`, Kueue's ClusterQueues per team hold them until their quota and flavors allow.
+QUEUE_CHOICES = ("kueue",)
 PROMETHEUS_URL = (r"https?://[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?){0,9}"
                   r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?"
                   r"(/[-a-z0-9_.]{1,63}){0,4}")
@@ -71,6 +74,8 @@ _OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 API_SERVER_CIDR = rf"{_OCTET}(\.{_OCTET}){{3}}/(3[0-2]|[12]?[0-9])"
 IN_CLUSTER_SETTINGS = (
     Setting("autostop", False, "string", "|".join(AUTOSTOP_CHOICES), "cronjob (default) or keda"),
+    Setting("queue", False, "string", "|".join(QUEUE_CHOICES),
+            "kueue (team quotas for training and fine-tuning Jobs; unset: no queue)"),
     Setting("prometheus_url", False, "string", PROMETHEUS_URL,
             "an in-cluster Prometheus URL such as http://prometheus-operated.monitoring.svc:9090 (lowercase "
             "host name, optional port and path, no query)"),
@@ -416,6 +421,13 @@ class Cloud:
             f"{self.display_name} pool name {pool.cloud_name!r} does not match ^{self.pool_names.pattern}$ "
             f"({self.pool_names.source})"]
         return problems + check_taints(pool.taints)
+
+    def provisioning_request_class(self, pool: Pool) -> tuple[str, str] | None:
+        """Where Kueue must ask the cloud for a pool's nodes before it admits a Job onto them (queued
+        provisioning through a ProvisioningRequest): the provisioning class this cloud's autoscaler
+        serves for `pool`, with its source; None (default) when its nodes are made as pods ask."""
+        del pool
+        return None
 
     def check_label(self, key: str, value: str) -> list[str]:
         """Problems with one attribution label of a pool as this cloud's tag or label (default: none).

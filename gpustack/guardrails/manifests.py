@@ -7,8 +7,9 @@ taint of its pools, select only its pools (nodeSelector / required node affinity
 https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/), request the extended resource
 its sharing mode needs and no more than one node of its pools offers, carry the checkpointing label
 where a pool is spot, and the annotations and grace period the provisioner needs (the plan's pod request:
-Karpenter's karpenter.sh/do-not-disrupt on training that cannot resume). GPU-requesting objects that match
-no workload are reported as warnings.
+Karpenter's karpenter.sh/do-not-disrupt on training that cannot resume), and on a queued target the Jobs
+name their team's LocalQueue (queue_labels.py). GPU-requesting objects that match no workload are reported
+as warnings.
 
 Containers: every container needs an image (the API server refuses a pod without one; a strategic-merge
 patch whose container name is in no container adds one like that), and the container the patch of
@@ -27,6 +28,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.clouds.base import CLASS_PRIORITIES
 from gpustack.errors import Location
 from gpustack.guardrails.quantity import effective_request, parse_quantity
+from gpustack.guardrails.queue_labels import queue_problems
 from gpustack.plan.model import PodRequest, Pool, Taint, TargetPlan
 from gpustack.plan.pools import CHECKPOINTING_LABEL, POOL_LABEL, WORKLOAD_LABEL
 from gpustack.spec.yamlsource import Document, Path, path_str
@@ -371,6 +373,8 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
                 f"set terminationGracePeriodSeconds: {wanted_grace}", WARNING)
     out.extend(_node_fit(obj, request, pod_spec, mine))
     out.extend(_patched_container(obj, request))
+    for path, message, fix in queue_problems(target, request.workload, obj.kind, _mapping(obj.doc.data)):
+        finding(path, message, fix)
     if dict(request.pod_labels).get(CHECKPOINTING_LABEL) == "true":
         labels = _str_map(obj.at("metadata", "labels"))
         if labels.get(CHECKPOINTING_LABEL) != "true":

@@ -10,9 +10,12 @@ import dataclasses
 import functools
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpustack.spec.model import HOURS_PER_MONTH, shared_by_clients
+
+if TYPE_CHECKING:  # the queueing values name the plan's Taint; the plan names them only as a type
+    from gpustack.plan.queueing import Queueing
 
 Pairs = tuple[tuple[str, str], ...]
 # Label keys gpustack and NVIDIA's tools own; with those a cloud owns (`Cloud.own_label_prefixes`, e.g. the
@@ -422,6 +425,7 @@ class TargetPlan:
     api_server_cidrs: tuple[str, ...] = ()  # where the in-cluster jobs may connect to (): the API server's ports anywhere
     idle: tuple[IdlePolicy, ...] = ()  # workloads with an `idle` of their own, by namespace and name
     scaled_by_keda: tuple[str, ...] = ()  # workloads a KEDA ScaledObject scales (the CronJobs leave them)
+    queueing: Queueing | None = None  # settings.queue: Kueue's flavors, team quotas and each Job's queue
 
     def pool(self, name: str) -> Pool:
         for pool in self.pools:
@@ -641,4 +645,5 @@ def _target(t: TargetPlan) -> dict[str, Any]:
         "idle": [{"workload": i.workload, "namespace": i.namespace, "below_percent": i.below_percent,
                   "for_seconds": i.for_seconds, "action": i.action, "floors": i.floors} for i in t.idle],
         "scaled_by_keda": list(t.scaled_by_keda),
+        "queue": None if t.queueing is None else t.queueing.to_dict(),
     }

@@ -19,7 +19,7 @@ from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import alternatives, fallback, idle, offers, pool_types
+from gpustack.plan import alternatives, fallback, idle, offers, pool_types, queues
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
@@ -30,6 +30,7 @@ from gpustack.plan.pools import (
     CHECKPOINTING_LABEL, WORKLOAD_LABEL, Demand, PoolKey, build_floor_and_burst, build_pool, floor_and_burst_cost,
     pool_cost, shares_tag,
 )
+from gpustack.plan.queueing import Queueing
 from gpustack.plan.prices import PriceBook
 from gpustack.spec.autostop import DETECTED
 from gpustack.spec.load import pinned_key
@@ -153,13 +154,36 @@ class _TargetPlanner:
         url = self.target.setting("prometheus_url")
         spot = frozenset(p.name for p in pools if p.capacity == "spot")
         self.max_nodes = {p.name: p.max_nodes for p in pools}
-        return dataclasses.replace(planned, pod_requests=tuple(self.owned(r, spot) for r in pod_requests),
+        owned = tuple(self.owned(r, spot) for r in pod_requests)
+        queueing = self.queueing(tuple(pools), owned)
+        if len(self.problems) > before:
+            return None
+        planned = dataclasses.replace(planned, queueing=queueing,
+                                      notes=planned.notes + (queues.notes(queueing) if queueing else ()),
+                                      warnings=planned.warnings + self.queue_warnings(queueing))
+        return dataclasses.replace(planned, pod_requests=owned,
                                    provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools),
                                    autostop=str(self.target.setting("autostop", "cronjob")),
                                    prometheus_url=None if url is None else str(url), idle=policies,
                                    api_server_cidrs=self.api_server_cidrs(),
                                    scaled_by_keda=keda,
                                    notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies))))
+
+    def queueing(self, pools: tuple[Pool, ...], requests: tuple[PodRequest, ...]) -> Queueing | None:
+        """settings.queue: the queues, flavors and quotas of the target's training and fine-tuning."""
+        if self.target.setting("queue") != queues.SYSTEM:
+            return None
+        try:
+            return queues.plan_queues(self.spec, pools, requests, self.cloud)
+        except queues.QueueProblem as exc:
+            self.problem(None, "", str(exc), path=("targets", self.target.index, "settings", "queue"))
+            return None
+
+    def queue_warnings(self, queueing: Queueing | None) -> tuple[Warning, ...]:
+        if queueing is None or queueing.workloads:
+            return ()
+        return (Warning("queue-empty", f"settings.queue is {queueing.system}, but target {self.target.name!r} runs no "
+                                       "training or fine-tuning workload: no Job is queued", self.target.name),)
 
     def api_server_cidrs(self) -> tuple[str, ...]:
         cidrs = self.target.setting("api_server_cidrs", ())

@@ -10,6 +10,8 @@ program declare, built from the plan only (no Pulumi import here).
 - the built-in idle action (idle.py): a CronJob per workload that scales to zero when idle, where KEDA
   does not, with its RBAC and NetworkPolicy;
 - idle-GPU alerts (alerts.py): a PrometheusRule, on every cloud;
+- team quotas (kueue.py), on targets with `settings.queue: kueue`: Kueue's ResourceFlavors, ClusterQueues,
+  LocalQueues and, for queued provisioning, its provisioning AdmissionCheck;
 - spot first, on-demand fallback (autoscaling.py): the Cluster Autoscaler's priority-expander
   ConfigMap, or GKE ComputeClasses, for targets with fallback pools;
 - the pools themselves where the provisioner makes them from Kubernetes objects (Karpenter's NodePools
@@ -27,7 +29,7 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import alerts, autoscaling, autostop, hami, idle, jupyterhub, keda, nvidia, operator
+from gpustack.render import alerts, autoscaling, autostop, hami, idle, jupyterhub, keda, kueue, nvidia, operator
 from gpustack.render.common import metadata, object_labels
 from gpustack.render.operator import HelmRelease
 
@@ -41,7 +43,10 @@ GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every clou
 KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ServiceAccount": 30,
               "ValidatingAdmissionPolicy": 31, "ValidatingAdmissionPolicyBinding": 32, "Role": 33,
               "RoleBinding": 34, "NetworkPolicy": 35, "CronJob": 40, "ScaledObject": 45,
-              "PrometheusRule": 50}
+              "PrometheusRule": 50,
+              # Kueue: the flavors and admission checks a ClusterQueue names, then the LocalQueues naming it.
+              "ResourceFlavor": 70, "ProvisioningRequestConfig": 71, "AdmissionCheck": 72, "ClusterQueue": 73,
+              "LocalQueue": 74}
 _provisioner_kinds: dict[int, dict[str, int]] = {}  # by registry generation
 
 
@@ -100,6 +105,7 @@ def in_cluster(plan: Plan, target: TargetPlan, leave_out: frozenset[str] = froze
     objects.extend(keda.objects(plan, target))
     objects.extend(idle.objects(plan, target, objects))
     objects.extend(autoscaling.objects(plan, target))
+    objects.extend(kueue.objects(plan, target))
     rule = alerts.prometheus_rule(plan, target, GPUSTACK_NAMESPACE) if ALERTS not in leave_out else None
     if rule is not None:
         objects.append(namespace(plan, target, GPUSTACK_NAMESPACE))

@@ -10,6 +10,8 @@ Each fragment carries
 - tolerations for exactly the taints of its pools (operator Exists on key and effect);
 - requests for cpu, memory and the extended resource its sharing mode needs, and a limit equal to the
   request for the extended resources (Kubernetes refuses extended resources without it);
+- on targets with `settings.queue: kueue`, `kueue.x-k8s.io/queue-name` on the Jobs (a CronJob's jobTemplate)
+  of training and fine-tuning, naming their team's LocalQueue (render/kueue.py);
 - the attribution labels and `gpustack.dev/workload` on the object (what auto-stop selects) and on its
   pods (what cost reports group by), plus `gpustack.dev/checkpointing` on pods that may run on spot;
 - what the provisioner needs to leave the pods be (the plan's pod request: Karpenter's
@@ -34,6 +36,7 @@ from gpustack.plan.pools import POOL_LABEL
 from gpustack.render.common import WORKLOAD_LABEL
 from gpustack.render.workload_objects import OBJECT_KINDS as OBJECT_KINDS  # where keda.py and idle.py read it
 from gpustack.render.workload_objects import FoundObject, patch_target
+from gpustack.render.kueue import queue_labels
 
 API_VERSIONS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "Job": "batch/v1", "CronJob": "batch/v1",
                 "Pod": "v1"}
@@ -100,8 +103,10 @@ def wiring(target: TargetPlan, request: PodRequest, found: FoundObject | None = 
     chosen = patch_target(request, found)
     if request.topology_spread:  # the workload's availability (gpustack.plan.spread)
         pod_spec["topologySpreadConstraints"] = spread_constraints(request, chosen.kind)
+    # A queued workload's Jobs name their LocalQueue (on a CronJob: on its jobTemplate, which the patch labels).
+    object_labels = {**labels, **queue_labels(target, request.workload)}
     return WorkloadWiring(request.workload, request.namespace, chosen.kind,
-                          dict(request.pod_labels), dict(sorted(labels.items())), pod_spec,
+                          dict(request.pod_labels), dict(sorted(object_labels.items())), pod_spec,
                           resources(request), dict(sorted(request.annotations)), chosen.name, chosen.container)
 
 

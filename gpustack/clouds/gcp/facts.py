@@ -149,6 +149,13 @@ def _gce_spelling(text: str) -> str:
 # either way (a ComputeClass leaves cloud.google.com/ keys to GKE: compute_class.GKE_LABEL_DOMAIN).
 SPOT_TAINT = ("cloud.google.com/gke-spot", "true", "NoSchedule")
 
+# Flex-start with queued provisioning (Dynamic Workload Scheduler): nodes come all at once for a
+# ProvisioningRequest of this class, which Kueue's provisioning admission check creates
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest, "Use Kueue";
+# https://kueue.sigs.k8s.io/docs/admission-check-controllers/provisioning/).
+QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+QUEUED_PROVISIONING_SOURCE = "https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest"
+
 
 @CLOUDS.register
 class GKE(Cloud):
@@ -222,6 +229,12 @@ class GKE(Cloud):
     zone_setting = "node_locations"
     single_zone_floor = ("GKE reservations are zonal, and one zone of settings.node_locations offers the pool's GPU; "
                          "add another zone that offers it to spread the floor, one reservation per zone")
+
+    def provisioning_request_class(self, pool: Pool) -> tuple[str, str] | None:
+        """Pools on flex-start with queued provisioning (`capacity: flex`) get their nodes through a
+        ProvisioningRequest of the class GKE's autoscaler serves, which Kueue's provisioning admission
+        check creates before it admits a Job."""
+        return (QUEUED_PROVISIONING_CLASS, QUEUED_PROVISIONING_SOURCE) if pool.capacity == "flex" else None
 
     def capacity_refusal(self, row: InstanceType, capacity: str) -> str | None:
         return acceptance.capacity_refusal(row.name, capacity) or super().capacity_refusal(row, capacity)
