@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpustack.clouds.base import FallbackMechanism, Feature, FloorUpgradeRule
+from gpustack.clouds.dra import UNDECLARED, DraSupport
 
 if TYPE_CHECKING:
     from gpustack.catalog import InstanceType
@@ -97,6 +98,8 @@ class Provisioner:
     # Whether a pool's min_nodes are kept running by the provisioner itself (node groups' minimum size);
     # where not, a pool at zero is the rule and what the autoscaler simulates matters for every scale-up.
     keeps_min_nodes: ClassVar[bool] = True
+    # What it does with pools whose GPUs are allocated through DRA (`gpustack.clouds.dra`), with sources.
+    dra: ClassVar[DraSupport] = UNDECLARED
 
     def __init__(self, cloud: Cloud) -> None:
         self.cloud = cloud

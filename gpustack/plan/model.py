@@ -11,6 +11,8 @@ import functools
 import json
 from typing import Any
 
+from gpustack.plan.claims import DeviceClaim
+from gpustack.plan.claims import to_json as claim_json
 from gpustack.spec.model import HOURS_PER_MONTH
 
 Pairs = tuple[tuple[str, str], ...]
@@ -179,6 +181,9 @@ class PodRequest:
     # e.g. Karpenter's karpenter.sh/do-not-disrupt, and terminationGracePeriodSeconds (None: Kubernetes' default).
     annotations: Pairs = ()
     termination_grace_seconds: int | None = None
+    # On a DRA target (settings.gpu_allocation: dra): the ResourceClaim its pods name instead of asking for
+    # nvidia.com/* extended resources (gpustack/plan/claims.py); None under the device plugin.
+    claim: DeviceClaim | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -374,6 +379,7 @@ class TargetPlan:
     api_server_cidrs: tuple[str, ...] = ()  # where the in-cluster jobs may connect to (): the API server's ports anywhere
     idle: tuple[IdlePolicy, ...] = ()  # workloads with an `idle` of their own, by namespace and name
     scaled_by_keda: tuple[str, ...] = ()  # workloads a KEDA ScaledObject scales (the CronJobs leave them)
+    gpu_allocation: str = "device-plugin"  # how pods get GPUs: device-plugin | dra (settings.gpu_allocation)
 
     def pool(self, name: str) -> Pool:
         for pool in self.pools:
@@ -534,7 +540,8 @@ def _pod_request(r: PodRequest) -> dict[str, Any]:
                              "detected": r.autostop.detected}} if r.autostop else {}),
             **({"annotations": dict(r.annotations)} if r.annotations else {}),
             **({"termination_grace_period_seconds": r.termination_grace_seconds}
-               if r.termination_grace_seconds is not None else {})}
+               if r.termination_grace_seconds is not None else {}),
+            **({"claim": claim_json(r.claim)} if r.claim is not None else {})}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:
@@ -583,4 +590,5 @@ def _target(t: TargetPlan) -> dict[str, Any]:
         "idle": [{"workload": i.workload, "namespace": i.namespace, "below_percent": i.below_percent,
                   "for_seconds": i.for_seconds, "action": i.action, "floors": i.floors} for i in t.idle],
         "scaled_by_keda": list(t.scaled_by_keda),
+        "gpu_allocation": t.gpu_allocation,
     }
