@@ -42,6 +42,8 @@ class DraSupport:
     refused_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # What a person must know per sharing mode under DRA (a warning on the pools of that mode).
     mode_notes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # Where the NVIDIA driver lives on its nodes when the cloud's DRA guide says (else from the node image).
+    driver_root: str = ""
     # What the cluster must run, for the plan's target notes.
     notes: tuple[str, ...] = ()
     source: str = ""

@@ -59,6 +59,25 @@ PRODUCT_PATTERNS = {
     "RTX-PRO-6000": r"nvidia rtx pro 6000 blackwell server edition",
 }
 
+# The NVML names behind each pattern (what a claim's productName is checked against in `check --manifests`,
+# and what the tests' ResourceSlices publish).
+PRODUCT_NAMES = {
+    "T4": ("Tesla T4",),
+    "L4": ("NVIDIA L4",),
+    "A10G": ("NVIDIA A10G",),
+    "A10": ("NVIDIA A10",),
+    "L40S": ("NVIDIA L40S",),
+    "V100": ("Tesla V100-SXM2-16GB", "Tesla V100-SXM2-32GB"),
+    "A100-40GB": ("NVIDIA A100-SXM4-40GB",),
+    "A100-80GB": ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"),
+    "H100": ("NVIDIA H100 80GB HBM3",),
+    "H100-NVL": ("NVIDIA H100 NVL",),
+    "H200": ("NVIDIA H200",),
+    "B200": ("NVIDIA B200",),
+    "RTX-PRO-6000": ("NVIDIA RTX PRO 6000 Blackwell Server Edition",),
+}
+NVIDIA_RESOURCE_PREFIX = "nvidia.com/"  # the device plugin's extended resources, which DRA nodes do not offer
+
 
 @dataclasses.dataclass(frozen=True)
 class DeviceClaim:

@@ -27,7 +27,7 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import alerts, autoscaling, autostop, hami, idle, jupyterhub, keda, nvidia, operator
+from gpustack.render import alerts, autoscaling, autostop, claims, dra_driver, hami, idle, jupyterhub, keda, nvidia, operator
 from gpustack.render.common import metadata, object_labels
 from gpustack.render.operator import HelmRelease
 
@@ -40,7 +40,9 @@ GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every clou
 # Jobs, CronJobs and Notebooks is never granted while nothing limits it.
 KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ComputeClass": 21, "ServiceAccount": 30,
               "ValidatingAdmissionPolicy": 31, "ValidatingAdmissionPolicyBinding": 32, "Role": 33,
-              "RoleBinding": 34, "NetworkPolicy": 35, "CronJob": 40, "ScaledObject": 45,
+              "RoleBinding": 34, "NetworkPolicy": 35,
+              # DRA targets: the claims the workloads' pods name (in the workloads' namespaces).
+              "ResourceClaimTemplate": 36, "ResourceClaim": 37, "CronJob": 40, "ScaledObject": 45,
               "PrometheusRule": 50,
               # Karpenter: what its nodes offer, before the NodePool (its node class too: `kind_order`).
               "NodeOverlay": 61, "NodePool": 62}
@@ -62,6 +64,7 @@ class InCluster:
     hami: HelmRelease | None = None  # HAMi, for the pools with enforced fractions
     node_objects: tuple[dict[str, Any], ...] = ()  # the objects that provision the pools (Karpenter)
     hubs: tuple[jupyterhub.HubValues, ...] = ()  # JupyterHub idle-culler values (render only: the team owns the hub)
+    dra_driver: HelmRelease | None = None  # NVIDIA's DRA driver, on targets with gpu_allocation: dra
 
 
 def object_key(obj: dict[str, Any]) -> tuple[int, str, str]:
@@ -82,7 +85,12 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
     objects: list[dict[str, Any]] = []
     if release is not None:
         objects.append(namespace(plan, target, release.namespace, privileged=True))
-        objects.extend(nvidia.configmaps(plan, target, release.namespace))
+        objects.extend(m for m in nvidia.configmaps(plan, target, release.namespace)  # DRA: no device plugin
+                       if target.gpu_allocation != "dra" or m["metadata"]["name"] != nvidia.DEVICE_PLUGIN_CONFIGMAP)
+    driver = dra_driver.release(target, cloud)
+    if driver is not None:
+        objects.append(namespace(plan, target, driver.namespace, privileged=True))
+    objects.extend(claims.objects(plan, target))
     objects.extend(autostop.objects(plan, target))
     objects.extend(keda.objects(plan, target))
     objects.extend(idle.objects(plan, target, objects))
@@ -96,7 +104,7 @@ def in_cluster(plan: Plan, target: TargetPlan) -> InCluster:
                     for obj in provisioner.objects(pool, object_labels(plan, target, pool))]
     node_objects.extend(provisioner.class_objects(target.pools, object_labels(plan, target)))
     return InCluster(target.name, tuple(sorted(objects, key=object_key)), release, hami.release(target),
-                     tuple(sorted(node_objects, key=object_key)), jupyterhub.hub_values(target))
+                     tuple(sorted(node_objects, key=object_key)), jupyterhub.hub_values(target), driver)
 
 
 __all__ = ["GPUSTACK_NAMESPACE", "KUBERNETES_VERSION", "InCluster", "in_cluster", "kind_order", "object_key"]

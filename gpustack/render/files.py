@@ -9,6 +9,8 @@ Layout of an output directory:
     ...
     helm/gpu-operator-values.yaml                the GPU Operator's values, with its install command
     helm/hami-values.yaml                        HAMi's values (pools with enforced fractions only)
+    helm/nvidia-dra-driver-gpu-values.yaml       NVIDIA's DRA driver (targets with gpu_allocation: dra)
+    36-resourceclaimtemplate-<ns>-<workload>-gpu.yaml  the claims of a DRA target's workloads
     helm/<ns>-<workload>-jupyterhub-values.yaml  JupyterHub's idle culler (autostop: {kind: jupyterhub})
     .gpustack-render                             marks the directory as gpustack's to replace
 
@@ -40,6 +42,7 @@ from gpustack.render.workloads import WorkloadWiring, helm_values, kustomization
 MARKER = ".gpustack-render"
 VALUES_FILE = "helm/gpu-operator-values.yaml"
 HAMI_VALUES_FILE = "helm/hami-values.yaml"
+DRA_DRIVER_VALUES_FILE = "helm/nvidia-dra-driver-gpu-values.yaml"
 
 
 # libyaml's emitter when PyYAML has it: the pure-Python one took most of the time of a large render.
@@ -127,6 +130,14 @@ def render_files(rendered: InCluster) -> dict[str, str]:
             + f"# HAMi {release.version}, for the pools with enforced GPU fractions. Install after the GPU\n"
             + "# Operator, from the output directory:\n"
             + f"#   {install_command(release, HAMI_VALUES_FILE)}\n"
+            + dump_yaml(release.values))
+    if rendered.dra_driver is not None:
+        release = rendered.dra_driver
+        files[DRA_DRIVER_VALUES_FILE] = (
+            top
+            + f"# NVIDIA's DRA driver for GPUs {release.version}, instead of the device plugin. Install after the\n"
+            + "# GPU Operator (if any), from the output directory:\n"
+            + f"#   {install_command(release, DRA_DRIVER_VALUES_FILE)}\n"
             + dump_yaml(release.values))
     for hub in rendered.hubs:
         files[hub.file] = top + jupyterhub.header(hub) + dump_yaml(hub.values)

@@ -9,7 +9,8 @@ Each fragment carries
 - the node selector the plan asks (the pool kind, a MIG profile, a GKE ComputeClass);
 - tolerations for exactly the taints of its pools (operator Exists on key and effect);
 - requests for cpu, memory and the extended resource its sharing mode needs, and a limit equal to the
-  request for the extended resources (Kubernetes refuses extended resources without it);
+  request for the extended resources (Kubernetes refuses extended resources without it); on a DRA target
+  no extended resource but the pod's `resourceClaims` entry and the container's `resources.claims`;
 - the attribution labels and `gpustack.dev/workload` on the object (what auto-stop selects) and on its
   pods (what cost reports group by), plus `gpustack.dev/checkpointing` on pods that may run on spot;
 - what the provisioner needs to leave the pods be (the plan's pod request: Karpenter's
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from gpustack.plan import claims
 from gpustack.plan.model import PodRequest, Pool, TargetPlan
 from gpustack.plan.pools import CHECKPOINTING_LABEL, POOL_LABEL
 from gpustack.render.common import WORKLOAD_LABEL
@@ -50,7 +52,7 @@ class WorkloadWiring:
     pod_labels: dict[str, str]
     object_labels: dict[str, str]
     pod_spec: dict[str, Any]  # nodeSelector, affinity, tolerations
-    resources: dict[str, dict[str, str]]  # requests, limits
+    resources: dict[str, Any]  # requests, limits; claims on a DRA target
     pod_annotations: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
@@ -74,10 +76,25 @@ def affinity(request: PodRequest, pools: dict[str, Pool]) -> dict[str, Any]:
     return {"nodeAffinity": node}
 
 
-def resources(request: PodRequest) -> dict[str, dict[str, str]]:
+def resources(request: PodRequest) -> dict[str, Any]:
     requests = dict(request.resources)
     limits = {k: v for k, v in requests.items() if "/" in k}  # extended resources: limit = request
-    return {"requests": requests, "limits": limits} if limits else {"requests": requests}
+    out: dict[str, Any] = {"requests": requests} if requests else {}
+    if limits:
+        out["limits"] = limits
+    if request.claim is not None:  # DRA: the container uses the pod's claim (no nvidia.com/* resources)
+        out["claims"] = [{"name": request.claim.request}]
+    return out
+
+
+def resource_claims(request: PodRequest) -> list[dict[str, str]]:
+    """The pod's `resourceClaims` on a DRA target: its claim, from the workload's template (a claim per pod)
+    or the one claim all its pods share (time-slicing and MPS)."""
+    claim = request.claim
+    if claim is None:
+        return []
+    key = "resourceClaimTemplateName" if claim.kind == claims.TEMPLATE else "resourceClaimName"
+    return [{"name": claim.request, key: claim.name}]
 
 
 def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
@@ -93,6 +110,8 @@ def wiring(target: TargetPlan, request: PodRequest) -> WorkloadWiring:
     pod_spec["tolerations"] = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations]
     if request.termination_grace_seconds is not None:
         pod_spec["terminationGracePeriodSeconds"] = request.termination_grace_seconds
+    if request.claim is not None:
+        pod_spec["resourceClaims"] = resource_claims(request)
     return WorkloadWiring(request.workload, request.namespace, OBJECT_KINDS.get(request.kind, "Deployment"),
                           dict(sorted(pod_labels.items())), dict(sorted(labels.items())), pod_spec,
                           resources(request), dict(sorted(request.annotations)))

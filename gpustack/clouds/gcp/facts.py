@@ -68,6 +68,9 @@ GPU_DRIVER_VERSION = "DEFAULT"
 # (https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra).
 GPU_DRIVER_DISABLED = "INSTALLATION_DISABLED"
 DRA_NODE_LABEL = "cloud.google.com/gke-nvidia-gpu-dra-driver"
+# Where the driver GKE's installer DaemonSet puts lands on the node, which NVIDIA's DRA driver is given as
+# nvidiaDriverRoot (the same guide's helm install).
+DRA_DRIVER_ROOT = "/home/kubernetes/bin/nvidia"
 
 # NodeTaint.effect (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/NodeTaint).
 TAINT_EFFECTS = frozenset({"NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"})

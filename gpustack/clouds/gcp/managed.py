@@ -68,6 +68,7 @@ class NodePools(Provisioner):
     dra = DraSupport(
         scale_from_zero=True,
         node_labels=((facts.DRA_NODE_LABEL, "true"),),
+        driver_root=facts.DRA_DRIVER_ROOT,
         refused_modes={"mig": ("GKE does not create MIG partitions (gpu_partition_size) on DRA node pools, and on GKE "
                                "no MIG manager runs to cut them (https://cloud.google.com/kubernetes-engine/docs/how-to/"
                                "set-up-dra)")},
