@@ -371,3 +371,18 @@ def test_check_manifests_reports_extended_resources_and_a_claim_for_a_device_the
     pod.pop("resourceClaims")
     findings = check_manifests(target, _documents(tmp_path, yaml.safe_dump(obj)))
     assert any("names no ResourceClaim" in f.message for f in findings)
+
+
+def test_the_pulumi_program_declares_the_claims_and_the_dra_driver_after_the_operator(tmp_path):
+    from gpustack.testing import run_program
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(dra_text("aws", [TRAIN, CHAT, NOTEBOOKS]))
+    resources = run_program(str(spec), "aws-t", config={"gpustack:kubeconfig": "apiVersion: v1\nkind: Config\n"})
+    kinds = {(r.inputs.get("kind"), r.inputs.get("metadata", {}).get("name")) for r in resources}
+    assert {("ResourceClaimTemplate", "train-gpu"), ("ResourceClaimTemplate", "chat-gpu"),
+            ("ResourceClaim", "notebooks-gpu")} <= kinds
+    releases = {r.name: r for r in resources if r.type == "kubernetes:helm.sh/v3:Release"}
+    assert set(releases) == {"gpu-operator", "nvidia-dra-driver-gpu"}
+    assert releases["nvidia-dra-driver-gpu"].inputs["values"]["gpuResourcesEnabledOverride"] is True
+    assert releases["gpu-operator"].inputs["values"]["devicePlugin"] == {"enabled": False}
