@@ -35,7 +35,7 @@ import yaml
 from gpustack.errors import UsageError
 from gpustack.render import InCluster, jupyterhub, kind_order
 from gpustack.render.autoscaling import PRIORITY_CONFIGMAP
-from gpustack.render.operator import install_command
+from gpustack.render.operator import HelmRelease, install_command
 from gpustack.render.priority_merge import OWNED_KEY
 from gpustack.render.workloads import WorkloadWiring, helm_values, kustomization, patch, patch_file
 
@@ -107,6 +107,11 @@ def file_name(obj: dict[str, Any]) -> str:
     return "-".join(p for p in parts if p) + ".yaml"
 
 
+def _values_file(top: str, release: HelmRelease, path: str, intro: str) -> str:
+    """A release's values file: what it is, how to install it from the output directory, the values."""
+    return top + intro + f"#   {install_command(release, path)}\n" + dump_yaml(release.values)
+
+
 def render_files(rendered: InCluster) -> dict[str, str]:
     """Relative path -> text of every file of the output directory, in a stable order."""
     top = header(rendered.target)
@@ -115,30 +120,21 @@ def render_files(rendered: InCluster) -> dict[str, str]:
     if len(files) != len(every):
         raise ValueError("two objects map to one file name")
     if rendered.operator is not None:
-        release = rendered.operator
-        files[VALUES_FILE] = (
-            top
-            + f"# NVIDIA GPU Operator {release.version}. Apply the objects first (the namespace and the\n"
-            + "# ConfigMaps these values name), then install from the output directory:\n"
-            + "#   kubectl apply -f .\n"
-            + f"#   {install_command(release, VALUES_FILE)}\n"
-            + dump_yaml(release.values))
+        files[VALUES_FILE] = _values_file(
+            top, rendered.operator, VALUES_FILE,
+            f"# NVIDIA GPU Operator {rendered.operator.version}. Apply the objects first (the namespace and the\n"
+            "# ConfigMaps these values name), then install from the output directory:\n"
+            "#   kubectl apply -f .\n")
     if rendered.hami is not None:
-        release = rendered.hami
-        files[HAMI_VALUES_FILE] = (
-            top
-            + f"# HAMi {release.version}, for the pools with enforced GPU fractions. Install after the GPU\n"
-            + "# Operator, from the output directory:\n"
-            + f"#   {install_command(release, HAMI_VALUES_FILE)}\n"
-            + dump_yaml(release.values))
+        files[HAMI_VALUES_FILE] = _values_file(
+            top, rendered.hami, HAMI_VALUES_FILE,
+            f"# HAMi {rendered.hami.version}, for the pools with enforced GPU fractions. Install after the GPU\n"
+            "# Operator, from the output directory:\n")
     if rendered.dra_driver is not None:
-        release = rendered.dra_driver
-        files[DRA_DRIVER_VALUES_FILE] = (
-            top
-            + f"# NVIDIA's DRA driver for GPUs {release.version}, instead of the device plugin. Install after the\n"
-            + "# GPU Operator (if any), from the output directory:\n"
-            + f"#   {install_command(release, DRA_DRIVER_VALUES_FILE)}\n"
-            + dump_yaml(release.values))
+        files[DRA_DRIVER_VALUES_FILE] = _values_file(
+            top, rendered.dra_driver, DRA_DRIVER_VALUES_FILE,
+            f"# NVIDIA's DRA driver for GPUs {rendered.dra_driver.version}, instead of the device plugin. Install "
+            "after the\n# GPU Operator (if any), from the output directory:\n")
     for hub in rendered.hubs:
         files[hub.file] = top + jupyterhub.header(hub) + dump_yaml(hub.values)
     files[MARKER] = (f"gpustack render output for target {rendered.target}; "
