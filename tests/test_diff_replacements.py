@@ -97,7 +97,7 @@ def test_a_new_mig_layout_without_native_partitioning_is_a_repartition(cloud):
 
 
 def test_every_cloud_names_known_fields_with_a_source():
-    known = set(pool_fields(*_any_pool())) | {f"settings.{s.name}" for c in CLOUDS for s in c.target_settings}
+    known = set(pool_fields(*_any_pool())) | {f"settings.{s.name}" for c in CLOUDS for s in c.settings}
     for cloud in CLOUDS:
         for name in cloud.provisioners:
             provisioner = cloud.provisioner(name)

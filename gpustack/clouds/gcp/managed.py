@@ -135,8 +135,6 @@ class NodePools(Provisioner):
         "sharing.mig": f"guest_accelerator.gpu_partition_size is ForceNew ({_FORCENEW_NODE_CONFIG})",
         "cluster": f"cluster is ForceNew ({_FORCENEW_NODE_POOL})",
         "settings.project": f"project is ForceNew ({_FORCENEW_NODE_POOL})",
-        # DRA pools drop GKE's driver and sharing: guest_accelerator's gpu_driver_installation_config.
-        "settings.gpu_allocation": f"guest_accelerator.gpu_driver_installation_config is ForceNew ({_FORCENEW_NODE_CONFIG})",
     }
 
     # Spot first: GKE's autoscaler has no priority expander; a custom ComputeClass (cloud.google.com/v1)
