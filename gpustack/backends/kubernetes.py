@@ -114,6 +114,11 @@ def _declare_rendered(rendered: InCluster, provider: pulumi.ProviderResource,
         # After the operator, whose per-node labels keep its own device plugin off HAMi's nodes.
         operator_release = [declared[k] for k in declared if k.startswith("Release:")]
         _release(declared, rendered.hami, provider, operator_release, parent)
+    if rendered.dra_driver is not None:
+        # After the operator, which installs the driver and turns its device plugin off on these nodes.
+        operator_release = [declared[k] for k in declared if k.startswith("Release:")]
+        _release(declared, rendered.dra_driver, provider,
+                 operator_release + in_namespace.get(rendered.dra_driver.namespace, []), parent)
     return declared
 
 

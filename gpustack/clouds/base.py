@@ -81,6 +81,9 @@ IN_CLUSTER_SETTINGS = (
             "host name, optional port and path, no query)"),
     # The control plane's addresses are the cluster's (gpustack cannot know them when it renders): given,
     # the jobs' NetworkPolicies allow the API server's ports at those addresses only.
+    # How pods get GPUs: extended resources of NVIDIA's device plugin, or ResourceClaims of its DRA driver
+    # (docs/dra.md); whether the target's provisioner can run DRA is its `Provisioner.dra`.
+    Setting("gpu_allocation", False, "string", "device-plugin|dra", "device-plugin (default) or dra"),
     Setting("api_server_cidrs", False, "strings", API_SERVER_CIDR,
             "the API server's addresses as IPv4 CIDRs, e.g. 10.0.0.0/16 (kubectl get endpointslices -n default "
             "-l kubernetes.io/service-name=kubernetes)"),

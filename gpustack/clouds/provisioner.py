@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpustack.clouds.base import FallbackMechanism, Feature, FloorUpgradeRule
+from gpustack.clouds.dra import UNDECLARED, DraSupport
 
 if TYPE_CHECKING:
     from gpustack.catalog import InstanceType
@@ -106,6 +107,8 @@ class Provisioner:
     # Why a pool's alternative instance types of different sizes mislead its autoscaler (which models a
     # node group by one of them), with the source; None where each node is sized for its pods.
     mixed_sizes_gap: ClassVar[str | None] = None
+    # What it does with pools whose GPUs are allocated through DRA (`gpustack.clouds.dra`), with sources.
+    dra: ClassVar[DraSupport] = UNDECLARED
 
     def __init__(self, cloud: Cloud) -> None:
         self.cloud = cloud

@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("rendered") / target.name
     _write(out, files)
     extra = " and the GPU Operator's Helm values" if rendered.operator else ""
+    if rendered.dra_driver:
+        extra += " and NVIDIA's DRA driver's Helm values"
     print(f"{out}: {len(rendered.objects)} objects{extra} for target {target.name}")
     return 0
 

@@ -27,6 +27,7 @@ from typing import Any
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.base import CLASS_PRIORITIES
 from gpustack.errors import Location
+from gpustack.guardrails import dra_manifests
 from gpustack.guardrails.quantity import effective_request, parse_quantity
 from gpustack.guardrails.queue_labels import queue_problems
 from gpustack.plan.model import PodRequest, Pool, Taint, TargetPlan
@@ -219,6 +220,7 @@ def check(target: TargetPlan, documents: Sequence[Document]) -> list[ManifestFin
     requests = sorted(target.pod_requests, key=lambda r: (r.namespace, r.workload))
     gpu_resources = {name for p in target.pools for name, _ in p.node_offers}
     findings: list[ManifestFinding] = []
+    found = dra_manifests.claim_objects(documents)
     for obj in objects(documents):
         request = _match(obj, requests)
         pod_spec = _mapping(obj.at("spec"))
@@ -234,7 +236,7 @@ def check(target: TargetPlan, documents: Sequence[Document]) -> list[ManifestFin
                     f"label it {WORKLOAD_LABEL}: <workload> and wire it with `gpustack render --workloads`, or add "
                     "the workload to the spec"))
             continue
-        findings.extend(_check_object(target, obj, request, pod_spec, asked))
+        findings.extend(_check_object(target, obj, request, pod_spec, asked, found))
     return findings
 
 
@@ -291,7 +293,8 @@ def _class_marker(target: TargetPlan) -> str | None:
 
 
 def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any],
-                  asked: Mapping[str, tuple[int | None, Path]]) -> list[ManifestFinding]:
+                  asked: Mapping[str, tuple[int | None, Path]],
+                  claims_found: Mapping[tuple[str, str | None, str], tuple[Document, Path]]) -> list[ManifestFinding]:
     pools = {p.name: p for p in target.pools}
     mine = [pools[n] for n in request.pools if n in pools]
     spec_path = (*obj.template, "spec")
@@ -335,6 +338,11 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
     expected = {k: v for k, v in request.resources if "/" in k}
     containers_path = (*spec_path, "containers")
     wrong = False
+    if request.claim is not None:  # a DRA target: the claim instead of extended resources (dra_manifests.py)
+        def claim_finding(doc: Document, path: Path, title: str, message: str, fix: str) -> None:
+            out.append(ManifestFinding(ERROR, doc.where(path), path_str(path), title, request.workload, message, fix))
+        dra_manifests.check_pod(request, pod_spec, spec_path, asked, mine, claims_found, finding, claim_finding)
+        asked = {}
     for name, (_amount, where) in sorted(asked.items()):
         if name not in expected and (name.startswith(_GPU_VENDORS)
                                      or any(name == n for p in target.pools for n, _ in p.node_offers)):
@@ -342,6 +350,8 @@ def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spe
             finding(where, f"requests {name}; its sharing mode needs {', '.join(sorted(expected))}",
                     f"request and limit {', '.join(f'{k}: {v}' for k, v in sorted(expected.items()))} instead")
     for name, quantity in sorted(expected.items()):
+        if request.claim is not None:
+            break
         if name not in asked:
             if wrong:  # already reported with the resource to ask instead
                 continue

@@ -12,6 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from gpustack.plan.claims import DeviceClaim
+from gpustack.plan.claims import to_json as claim_json
 from gpustack.spec.model import HOURS_PER_MONTH, shared_by_clients
 
 if TYPE_CHECKING:  # the queueing values name the plan's Taint; the plan names them only as a type
@@ -203,6 +205,9 @@ class PodRequest:
     pod_labels: Pairs = ()
     topology_spread: tuple[TopologySpread, ...] = ()  # `availability`: over zones and nodes
     container: str | None = None  # the spec's `container`: the GPU container of the workload's object
+    # On a DRA target (settings.gpu_allocation: dra): the ResourceClaim its pods name instead of asking for
+    # nvidia.com/* extended resources (gpustack/plan/claims.py); None under the device plugin.
+    claim: DeviceClaim | None = None
 
     def gpu_container(self, containers: Sequence[str] = ()) -> str:
         """The container its pods' GPU requests go to: the spec's `container`, else the object's only
@@ -426,6 +431,7 @@ class TargetPlan:
     idle: tuple[IdlePolicy, ...] = ()  # workloads with an `idle` of their own, by namespace and name
     scaled_by_keda: tuple[str, ...] = ()  # workloads a KEDA ScaledObject scales (the CronJobs leave them)
     queueing: Queueing | None = None  # settings.queue: Kueue's flavors, team quotas and each Job's queue
+    gpu_allocation: str = "device-plugin"  # how pods get GPUs: device-plugin | dra (settings.gpu_allocation)
 
     def pool(self, name: str) -> Pool:
         for pool in self.pools:
@@ -596,7 +602,8 @@ def _pod_request(r: PodRequest) -> dict[str, Any]:
             **({"topology_spread": [{"topology_key": t.topology_key, "max_skew": t.max_skew,
                                      "min_domains": t.min_domains} for t in r.topology_spread]}
                if r.topology_spread else {}),
-            **({"container": r.container} if r.container else {})}
+            **({"container": r.container} if r.container else {}),
+            **({"claim": claim_json(r.claim)} if r.claim is not None else {})}
 
 
 def _target(t: TargetPlan) -> dict[str, Any]:
@@ -646,4 +653,5 @@ def _target(t: TargetPlan) -> dict[str, Any]:
                   "for_seconds": i.for_seconds, "action": i.action, "floors": i.floors} for i in t.idle],
         "scaled_by_keda": list(t.scaled_by_keda),
         "queue": None if t.queueing is None else t.queueing.to_dict(),
+        "gpu_allocation": t.gpu_allocation,
     }

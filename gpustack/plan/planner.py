@@ -19,7 +19,7 @@ from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import alternatives, fallback, idle, offers, pool_types, queues
+from gpustack.plan import alternatives, dra, fallback, idle, offers, pool_types, queues
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
@@ -126,6 +126,8 @@ class _TargetPlanner:
         pools = list(fallback.mark_pools(pools, self.provisioner))  # a ComputeClass: the pools' label and taint
         annotated, pod_requests, gaps = offers.annotate(pools, self.provisioner)
         pools = list(annotated)
+        if dra.chosen(self.target):  # the same pools, asked for through ResourceClaims (gpustack/plan/dra.py)
+            pools, pod_requests, gaps = self.through_dra(pools, pod_requests)
         for pool_name, message in gaps:
             self.warn("template-gap", message, pool=pool_name)
         found, unordered = fallback.notes(pools, self.provisioner)
@@ -167,6 +169,7 @@ class _TargetPlanner:
                                    prometheus_url=None if url is None else str(url), idle=policies,
                                    api_server_cidrs=self.api_server_cidrs(),
                                    scaled_by_keda=keda,
+                                   gpu_allocation=str(self.target.setting("gpu_allocation", "device-plugin")),
                                    notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies))))
 
     def queueing(self, pools: tuple[Pool, ...], requests: tuple[PodRequest, ...]) -> Queueing | None:
@@ -184,6 +187,17 @@ class _TargetPlanner:
             return ()
         return (Warning("queue-empty", f"settings.queue is {queueing.system}, but target {self.target.name!r} runs no "
                                        "training or fine-tuning workload: no Job is queued", self.target.name),)
+
+    def through_dra(self, pools: list[Pool], requests: tuple[PodRequest, ...]
+                    ) -> tuple[list[Pool], tuple[PodRequest, ...], list[tuple[str, str]]]:
+        """Pools and pod requests of a DRA target; its gaps reported (the device plugin's template gaps do not apply)."""
+        outcome = dra.apply(self.spec, self.target, self.provisioner, pools, requests)
+        for path, message in outcome.problems:
+            self.problem(None, "", message, path=path)
+        for code, message, workload, pool in outcome.warnings:
+            self.warn(code, message, workload=workload, pool=pool)
+        self.notes.extend(outcome.notes)
+        return list(outcome.pools), outcome.requests, []
 
     def api_server_cidrs(self) -> tuple[str, ...]:
         cidrs = self.target.setting("api_server_cidrs", ())

@@ -29,7 +29,9 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.plan.model import Plan, TargetPlan
-from gpustack.render import alerts, autoscaling, autostop, hami, idle, jupyterhub, keda, kueue, nvidia, operator
+from gpustack.render import (
+    alerts, autoscaling, autostop, claims, dra_driver, hami, idle, jupyterhub, keda, kueue, nvidia, operator,
+)
 from gpustack.render.common import metadata, object_labels
 from gpustack.render.operator import HelmRelease
 
@@ -42,7 +44,9 @@ GPUSTACK_NAMESPACE = "gpustack-system"  # holds the PrometheusRule on every clou
 # Jobs, CronJobs and Notebooks is never granted while nothing limits it.
 KIND_ORDER = {"Namespace": 10, "ConfigMap": 20, "ServiceAccount": 30,
               "ValidatingAdmissionPolicy": 31, "ValidatingAdmissionPolicyBinding": 32, "Role": 33,
-              "RoleBinding": 34, "NetworkPolicy": 35, "CronJob": 40, "ScaledObject": 45,
+              "RoleBinding": 34, "NetworkPolicy": 35,
+              # DRA targets: the claims the workloads' pods name (in the workloads' namespaces).
+              "ResourceClaimTemplate": 36, "ResourceClaim": 37, "CronJob": 40, "ScaledObject": 45,
               "PrometheusRule": 50,
               # Kueue: the flavors and admission checks a ClusterQueue names, then the LocalQueues naming it.
               "ResourceFlavor": 70, "ProvisioningRequestConfig": 71, "AdmissionCheck": 72, "ClusterQueue": 73,
@@ -72,6 +76,7 @@ class InCluster:
     hami: HelmRelease | None = None  # HAMi, for the pools with enforced fractions
     node_objects: tuple[dict[str, Any], ...] = ()  # the objects that provision the pools (Karpenter)
     hubs: tuple[jupyterhub.HubValues, ...] = ()  # JupyterHub idle-culler values (render only: the team owns the hub)
+    dra_driver: HelmRelease | None = None  # NVIDIA's DRA driver, on targets with gpu_allocation: dra
 
 
 def object_key(obj: dict[str, Any]) -> tuple[int, str, str]:
@@ -99,7 +104,12 @@ def in_cluster(plan: Plan, target: TargetPlan, leave_out: frozenset[str] = froze
     if release is not None:
         if GPU_OPERATOR not in leave_out:
             objects.append(namespace(plan, target, release.namespace, privileged=True))
-        objects.extend(nvidia.configmaps(plan, target, release.namespace))
+        objects.extend(m for m in nvidia.configmaps(plan, target, release.namespace)  # DRA: no device plugin
+                       if target.gpu_allocation != "dra" or m["metadata"]["name"] != nvidia.DEVICE_PLUGIN_CONFIGMAP)
+    driver = dra_driver.release(target, cloud)
+    if driver is not None:
+        objects.append(namespace(plan, target, driver.namespace, privileged=True))
+    objects.extend(claims.objects(plan, target))
     if AUTOSTOP not in leave_out:
         objects.extend(autostop.objects(plan, target))
     objects.extend(keda.objects(plan, target))
@@ -116,7 +126,7 @@ def in_cluster(plan: Plan, target: TargetPlan, leave_out: frozenset[str] = froze
     node_objects.extend(provisioner.class_objects(target.pools, object_labels(plan, target)))
     return InCluster(target.name, tuple(sorted(objects, key=object_key)),
                      None if GPU_OPERATOR in leave_out else release, hami.release(target),
-                     tuple(sorted(node_objects, key=object_key)), jupyterhub.hub_values(target))
+                     tuple(sorted(node_objects, key=object_key)), jupyterhub.hub_values(target), driver)
 
 
 __all__ = ["ALERTS", "AUTOSTOP", "GPUSTACK_NAMESPACE", "GPU_OPERATOR", "KUBERNETES_VERSION", "InCluster", "in_cluster",

@@ -9,6 +9,8 @@ Layout of an output directory:
     ...
     helm/gpu-operator-values.yaml                the GPU Operator's values, with its install command
     helm/hami-values.yaml                        HAMi's values (pools with enforced fractions only)
+    helm/nvidia-dra-driver-gpu-values.yaml       NVIDIA's DRA driver (targets with gpu_allocation: dra)
+    36-resourceclaimtemplate-<ns>-<workload>-gpu.yaml  the claims of a DRA target's workloads
     helm/<ns>-<workload>-jupyterhub-values.yaml  JupyterHub's idle culler (autostop: {kind: jupyterhub})
     .gpustack-render                             marks the directory as gpustack's to replace
 
@@ -33,13 +35,14 @@ import yaml
 from gpustack.errors import UsageError
 from gpustack.render import InCluster, jupyterhub, kind_order
 from gpustack.render.autoscaling import PRIORITY_CONFIGMAP
-from gpustack.render.operator import install_command
+from gpustack.render.operator import HelmRelease, install_command
 from gpustack.render.priority_merge import OWNED_KEY
 from gpustack.render.workloads import WorkloadWiring, helm_values, kustomization, patch, patch_file
 
 MARKER = ".gpustack-render"
 VALUES_FILE = "helm/gpu-operator-values.yaml"
 HAMI_VALUES_FILE = "helm/hami-values.yaml"
+DRA_DRIVER_VALUES_FILE = "helm/nvidia-dra-driver-gpu-values.yaml"
 
 
 # libyaml's emitter when PyYAML has it: the pure-Python one took most of the time of a large render.
@@ -104,6 +107,11 @@ def file_name(obj: dict[str, Any]) -> str:
     return "-".join(p for p in parts if p) + ".yaml"
 
 
+def _values_file(top: str, release: HelmRelease, path: str, intro: str) -> str:
+    """A release's values file: what it is, how to install it from the output directory, the values."""
+    return top + intro + f"#   {install_command(release, path)}\n" + dump_yaml(release.values)
+
+
 def render_files(rendered: InCluster) -> dict[str, str]:
     """Relative path -> text of every file of the output directory, in a stable order."""
     top = header(rendered.target)
@@ -112,22 +120,21 @@ def render_files(rendered: InCluster) -> dict[str, str]:
     if len(files) != len(every):
         raise ValueError("two objects map to one file name")
     if rendered.operator is not None:
-        release = rendered.operator
-        files[VALUES_FILE] = (
-            top
-            + f"# NVIDIA GPU Operator {release.version}. Apply the objects first (the namespace and the\n"
-            + "# ConfigMaps these values name), then install from the output directory:\n"
-            + "#   kubectl apply -f .\n"
-            + f"#   {install_command(release, VALUES_FILE)}\n"
-            + dump_yaml(release.values))
+        files[VALUES_FILE] = _values_file(
+            top, rendered.operator, VALUES_FILE,
+            f"# NVIDIA GPU Operator {rendered.operator.version}. Apply the objects first (the namespace and the\n"
+            "# ConfigMaps these values name), then install from the output directory:\n"
+            "#   kubectl apply -f .\n")
     if rendered.hami is not None:
-        release = rendered.hami
-        files[HAMI_VALUES_FILE] = (
-            top
-            + f"# HAMi {release.version}, for the pools with enforced GPU fractions. Install after the GPU\n"
-            + "# Operator, from the output directory:\n"
-            + f"#   {install_command(release, HAMI_VALUES_FILE)}\n"
-            + dump_yaml(release.values))
+        files[HAMI_VALUES_FILE] = _values_file(
+            top, rendered.hami, HAMI_VALUES_FILE,
+            f"# HAMi {rendered.hami.version}, for the pools with enforced GPU fractions. Install after the GPU\n"
+            "# Operator, from the output directory:\n")
+    if rendered.dra_driver is not None:
+        files[DRA_DRIVER_VALUES_FILE] = _values_file(
+            top, rendered.dra_driver, DRA_DRIVER_VALUES_FILE,
+            f"# NVIDIA's DRA driver for GPUs {rendered.dra_driver.version}, instead of the device plugin. Install "
+            "after the\n# GPU Operator (if any), from the output directory:\n")
     for hub in rendered.hubs:
         files[hub.file] = top + jupyterhub.header(hub) + dump_yaml(hub.values)
     files[MARKER] = (f"gpustack render output for target {rendered.target}; "

@@ -38,7 +38,7 @@ CHART_VALUES_SOURCE = ("https://github.com/NVIDIA/gpu-operator/blob/v26.7.0/depl
 # Every value path gpustack sets, as present in CHART_VALUES_SOURCE (a leaf, or a list / map it replaces).
 CHART_VALUE_KEYS = frozenset({
     "driver.enabled", "toolkit.enabled", "mig.strategy",
-    "devicePlugin.config.name", "devicePlugin.config.default",
+    "devicePlugin.enabled", "devicePlugin.config.name", "devicePlugin.config.default",
     "migManager.enabled", "migManager.config.name", "migManager.config.default",
     "dcgmExporter.enabled", "dcgmExporter.serviceMonitor.enabled", "dcgmExporter.serviceMonitor.honorLabels",
     "dcgmExporter.serviceMonitor.relabelings",
@@ -88,7 +88,9 @@ def values(target: TargetPlan, cloud: Cloud) -> dict[str, Any]:
         "driver": {"enabled": not cloud.image_has_gpu_driver},
         "toolkit": {"enabled": not cloud.image_has_container_toolkit},
         "mig": {"strategy": nvidia.mig_strategy(target)},
-        "devicePlugin": {"config": {"name": nvidia.DEVICE_PLUGIN_CONFIGMAP, "default": nvidia.DEFAULT_CONFIG}},
+        # A DRA target runs NVIDIA's DRA driver instead (dra_driver.py), which refuses to share nodes with it.
+        "devicePlugin": ({"enabled": False} if target.gpu_allocation == "dra" else
+                         {"config": {"name": nvidia.DEVICE_PLUGIN_CONFIGMAP, "default": nvidia.DEFAULT_CONFIG}}),
         "migManager": mig_manager,
         "dcgmExporter": {
             "enabled": True,

@@ -9,7 +9,8 @@ Each fragment carries
 - the node selector the plan asks (the pool kind, a MIG profile, a GKE ComputeClass);
 - tolerations for exactly the taints of its pools (operator Exists on key and effect);
 - requests for cpu, memory and the extended resource its sharing mode needs, and a limit equal to the
-  request for the extended resources (Kubernetes refuses extended resources without it);
+  request for the extended resources (Kubernetes refuses extended resources without it); on a DRA target
+  no extended resource but the pod's `resourceClaims` entry and the container's `resources.claims`;
 - on targets with `settings.queue: kueue`, `kueue.x-k8s.io/queue-name` on the Jobs (a CronJob's jobTemplate)
   of training and fine-tuning, naming their team's LocalQueue (render/kueue.py);
 - the attribution labels and `gpustack.dev/workload` on the object (what auto-stop selects) and on its
@@ -31,6 +32,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from gpustack.plan import claims
 from gpustack.plan.model import PodRequest, Pool, TargetPlan
 from gpustack.plan.pools import POOL_LABEL
 from gpustack.render.common import WORKLOAD_LABEL
@@ -54,7 +56,7 @@ class WorkloadWiring:
     pod_labels: dict[str, str]
     object_labels: dict[str, str]
     pod_spec: dict[str, Any]  # nodeSelector, affinity, tolerations
-    resources: dict[str, dict[str, str]]  # requests, limits
+    resources: dict[str, Any]  # requests, limits; claims on a DRA target
     pod_annotations: dict[str, str] = dataclasses.field(default_factory=dict)
     name: str = ""  # the object's name ("": the workload's)
     container: str = ""  # the GPU container the patch merges into ("": the one named after the workload)
@@ -84,10 +86,25 @@ def affinity(request: PodRequest, pools: dict[str, Pool]) -> dict[str, Any]:
     return {"nodeAffinity": node}
 
 
-def resources(request: PodRequest) -> dict[str, dict[str, str]]:
+def resources(request: PodRequest) -> dict[str, Any]:
     requests = dict(request.resources)
     limits = {k: v for k, v in requests.items() if "/" in k}  # extended resources: limit = request
-    return {"requests": requests, "limits": limits} if limits else {"requests": requests}
+    out: dict[str, Any] = {"requests": requests} if requests else {}
+    if limits:
+        out["limits"] = limits
+    if request.claim is not None:  # DRA: the container uses the pod's claim (no nvidia.com/* resources)
+        out["claims"] = [{"name": request.claim.request}]
+    return out
+
+
+def resource_claims(request: PodRequest) -> list[dict[str, str]]:
+    """The pod's `resourceClaims` on a DRA target: its claim, from the workload's template (a claim per pod)
+    or the one claim all its pods share (time-slicing and MPS)."""
+    claim = request.claim
+    if claim is None:
+        return []
+    key = "resourceClaimTemplateName" if claim.kind == claims.TEMPLATE else "resourceClaimName"
+    return [{"name": claim.request, key: claim.name}]
 
 
 def wiring(target: TargetPlan, request: PodRequest, found: FoundObject | None = None) -> WorkloadWiring:
@@ -100,6 +117,8 @@ def wiring(target: TargetPlan, request: PodRequest, found: FoundObject | None = 
     pod_spec["tolerations"] = [{"key": t.key, "operator": "Exists", "effect": t.effect} for t in request.tolerations]
     if request.termination_grace_seconds is not None:
         pod_spec["terminationGracePeriodSeconds"] = request.termination_grace_seconds
+    if request.claim is not None:
+        pod_spec["resourceClaims"] = resource_claims(request)
     chosen = patch_target(request, found)
     if request.topology_spread:  # the workload's availability (gpustack.plan.spread)
         pod_spec["topologySpreadConstraints"] = spread_constraints(request, chosen.kind)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from gpustack.clouds.dra import DraSupport
 from gpustack.clouds import karpenter as core
 from gpustack.clouds.aws import facts
 from gpustack.clouds.aws.managed import CapacityReservation, floor_reservation
@@ -117,6 +118,16 @@ def node_role(target: Target) -> str:
 class Karpenter(KarpenterProvisioner):
     name = "karpenter"
     description = f"Karpenter {RELEASE} NodePools and EC2NodeClasses on EKS"
+    # DRA: alpha in Karpenter on AWS, behind the chart's settings.enableDRA; Karpenter carries per instance type
+    # what the NVIDIA and EFA DRA drivers publish, so it launches the first node for a claim itself.
+    dra = DraSupport(
+        scale_from_zero=True,
+        switch=("Karpenter's DRA support is alpha: set settings.enableDRA: true in Karpenter's Helm values (it "
+                "needs Kubernetes 1.34 or later; https://karpenter.sh/docs/tasks/dra/)"),
+        mode_notes={"time-slicing": "Karpenter plans time-sliced DRA GPUs on Kubernetes 1.36 or later only "
+                                    "(https://karpenter.sh/docs/tasks/dra/)"},
+        source="https://karpenter.sh/docs/tasks/dra/",
+    )
     backend = "karpenter_backend"
     names_cluster = ("its EC2NodeClass finds subnets and security groups by the tag karpenter.sh/discovery: <cluster> "
                      "and names the node role after the cluster")

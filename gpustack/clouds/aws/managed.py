@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from gpustack.clouds.dra import DraSupport
 from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.aws import facts
 from gpustack.clouds.base import PRIORITY_EXPANDER, FallbackMechanism, Feature
@@ -113,6 +114,13 @@ def _schedules(pool: Pool) -> tuple[ScheduledAction, ...]:
 class ManagedNodeGroups(Provisioner):
     name = "managed"
     description = "EKS managed node groups, scaled by the Cluster Autoscaler"
+    # DRA: managed node groups run NVIDIA's DRA driver like any node; the upstream Cluster Autoscaler cannot
+    # grow a group at zero for a claim.
+    dra = DraSupport(
+        scale_from_zero=False,
+        scale_from_zero_gap="the Cluster Autoscaler's AWS provider builds a node group's template node without ResourceSlices, so its scale-up simulation finds no device for a claim while the group is at zero (https://github.com/kubernetes/autoscaler/issues/7799; only the cluster-api provider models them, https://github.com/kubernetes/autoscaler/pull/7804)",
+        source="https://github.com/kubernetes/autoscaler/issues/7799",
+    )
     # EKS adds no spot taint, so gpustack declares one on spot pools (docs/deploy.md lists each cloud's).
     spot_taint = ("gpustack.dev/spot", "true", "NoSchedule")
     # The cluster autoscaler builds a node group's template from one instance type: "instance types should

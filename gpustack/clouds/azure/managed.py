@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from gpustack.clouds.dra import DraSupport
 from gpustack.clouds._enums import check_enums
 from gpustack.clouds.azure import facts
 from gpustack.clouds.base import PRIORITY_EXPANDER, FallbackMechanism, Feature
@@ -78,6 +79,13 @@ def agent_pool_tags(pool: Pool) -> dict[str, str]:
 class AgentPools(Provisioner):
     name = "managed"
     description = "AKS user agent pools, scaled by the AKS-managed Cluster Autoscaler"
+    # DRA: agent pools run NVIDIA's DRA driver; the AKS-managed Cluster Autoscaler (the upstream one's Azure
+    # provider) cannot grow a pool at zero for a claim.
+    dra = DraSupport(
+        scale_from_zero=False,
+        scale_from_zero_gap="the Cluster Autoscaler's Azure provider builds a node group's template node without ResourceSlices, so its scale-up simulation finds no device for a claim while the group is at zero (https://github.com/kubernetes/autoscaler/issues/7799; only the cluster-api provider models them, https://github.com/kubernetes/autoscaler/pull/7804)",
+        source="https://github.com/kubernetes/autoscaler/issues/7799",
+    )
     unsupported = {
         Feature.NATIVE_SCHEDULE: "AKS has no scheduled scaling of agent pools; the in-cluster auto-stop covers it",
         # An agent pool has one vmSize (AGENT_POOL_API).

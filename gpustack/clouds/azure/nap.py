@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from gpustack.clouds.dra import DraSupport
 from gpustack.clouds import karpenter as core
 from gpustack.clouds.base import Feature
 from gpustack.clouds.karpenter import KarpenterDocs, KarpenterPool, KarpenterProvisioner
@@ -137,6 +138,8 @@ class NapPool(KarpenterPool):
 class NodeAutoProvisioning(KarpenterProvisioner):
     name = "nap"
     description = f"AKS node auto-provisioning: Karpenter provider for Azure {RELEASE} NodePools and AKSNodeClasses"
+    dra = DraSupport(refusal="AKS node auto-provisioning (Karpenter provider for Azure) documents no DRA support: Karpenter's DRA support (settings.enableDRA) is documented for its AWS provider only (https://karpenter.sh/docs/tasks/dra/; core tracking issue https://github.com/kubernetes-sigs/karpenter/issues/1231), so no node is launched for pods with ResourceClaims",
+                     source="https://karpenter.sh/docs/tasks/dra/")
     backend = "nap_backend"
     release = RELEASE
     docs = DOCS

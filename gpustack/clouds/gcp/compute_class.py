@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gpustack.clouds.dra import DraSupport
 from gpustack.clouds.base import CLASS_PRIORITIES, FallbackMechanism, Feature, FloorUpgradeRule
 from gpustack.clouds.gcp import facts
 from gpustack.clouds.provisioner import Provisioner
@@ -113,6 +114,9 @@ def consolidation_minutes(pool: Pool) -> int:
 class ComputeClasses(Provisioner):
     name = "compute-class"
     description = "GKE custom ComputeClasses, whose priorities GKE creates node pools for"
+    dra = DraSupport(refusal=("GKE node auto-provisioning, which creates the node pools of a ComputeClass, does not "
+                              "support DRA (https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra)"),
+                     source="https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra")
     backend = "compute_class_backend"
     unsupported = {
         # A ComputeClass lists priorities, each one machine type; gpustack writes one priority per pool, so a

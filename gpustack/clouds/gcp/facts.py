@@ -63,6 +63,14 @@ MIN_SHARED_CLIENTS_PER_GPU = 2  # "Valid range: 2-48" (see GKE.max_shared_client
 # pairs with the node version, on either node image.
 GPU_DRIVER_VERSIONS = frozenset({"GPU_DRIVER_VERSION_UNSPECIFIED", "INSTALLATION_DISABLED", "DEFAULT", "LATEST"})
 GPU_DRIVER_VERSION = "DEFAULT"
+# DRA node pools: no GKE-managed driver (gcloud's gpu-driver-version=disabled is the API's INSTALLATION_DISABLED),
+# and the label GKE's autoscaler reads to model the DRA driver's ResourceSlices of a node at zero
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra).
+GPU_DRIVER_DISABLED = "INSTALLATION_DISABLED"
+DRA_NODE_LABEL = "cloud.google.com/gke-nvidia-gpu-dra-driver"
+# Where the driver GKE's installer DaemonSet puts lands on the node, which NVIDIA's DRA driver is given as
+# nvidiaDriverRoot (the same guide's helm install).
+DRA_DRIVER_ROOT = "/home/kubernetes/bin/nvidia"
 
 # NodeTaint.effect (https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/NodeTaint).
 TAINT_EFFECTS = frozenset({"NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from gpustack.clouds.dra import DraSupport
 from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.base import COMPUTE_CLASS, FallbackMechanism, Feature
 from gpustack.clouds.gcp import facts
@@ -60,6 +61,22 @@ class GkeNodePool(CompiledPool):
 class NodePools(Provisioner):
     name = "managed"
     description = "GKE Standard node pools, scaled by GKE's cluster autoscaler"
+    # DRA on GKE Standard (https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra): node pools with
+    # gpu-driver-version=disabled (the user installs the NVIDIA driver and NVIDIA's DRA driver) and the label
+    # cloud.google.com/gke-nvidia-gpu-dra-driver=true, which GKE's autoscaler reads to model the ResourceSlices
+    # of a node at zero; GKE's own time-sharing, MPS and MIG partitions cannot be used with DRA.
+    dra = DraSupport(
+        scale_from_zero=True,
+        node_labels=((facts.DRA_NODE_LABEL, "true"),),
+        driver_root=facts.DRA_DRIVER_ROOT,
+        refused_modes={"mig": ("GKE does not create MIG partitions (gpu_partition_size) on DRA node pools, and on GKE "
+                               "no MIG manager runs to cut them (https://cloud.google.com/kubernetes-engine/docs/how-to/"
+                               "set-up-dra)")},
+        notes=("GKE DRA node pools: the GKE-managed driver is off (gpu_driver_version INSTALLATION_DISABLED): install "
+               "the NVIDIA driver and NVIDIA's DRA driver as https://cloud.google.com/kubernetes-engine/docs/how-to/"
+               "set-up-dra shows",),
+        source="https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra",
+    )
     unsupported = {
         Feature.NATIVE_SCHEDULE: "GKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
         # NodeConfig.machineType is one machine type
@@ -71,15 +88,16 @@ class NodePools(Provisioner):
 
     def compile(self, pool: Pool, target: Target) -> GkeNodePool:
         mode = pool.sharing.mode
-        shared = mode not in ("none", "mig")
+        dra = target.setting("gpu_allocation") == "dra"  # GKE's own sharing and driver are off under DRA
+        shared = mode not in ("none", "mig") and not dra
         reservation = None
         if pool.reserved_nodes:
             reservation = Reservation(facts.reservation_name(target.cluster, pool.cloud_name), pool.reserved_nodes,
                                       facts.RESERVATION_AFFINITY, facts.RESERVATION_KEY)
         return GkeNodePool(
             accelerator_type=facts.accelerator_type(pool.gpu, pool.instance_type),
-            gpu_driver_version=facts.GPU_DRIVER_VERSION,
-            gpu_partition_size=facts.partition_size(pool) if mode == "mig" else None,
+            gpu_driver_version=facts.GPU_DRIVER_DISABLED if dra else facts.GPU_DRIVER_VERSION,
+            gpu_partition_size=facts.partition_size(pool) if mode == "mig" and not dra else None,
             gpu_sharing_strategy=facts.sharing_strategy(mode) if shared else None,
             max_shared_clients_per_gpu=pool.sharing.replicas if shared else None,
             spot=pool.capacity == "spot",
@@ -151,12 +169,12 @@ def compiled_enums(pool: Pool) -> list[EnumValue]:
         EnumValue("gpu_driver_installation_config.gpu_driver_version", "the GKE-managed driver",
                   compiled.gpu_driver_version, facts.GPU_DRIVER_VERSIONS),
     ]
-    if pool.sharing.mode == "mig":
+    if compiled.gpu_partition_size is not None:
         values.append(EnumValue("guest_accelerators.gpu_partition_size",
                                 f"the MIG profiles of the pool on {pool.gpu}", compiled.gpu_partition_size,
                                 frozenset(facts.partition_sizes(pool.gpu)),
                                 "GKE cuts every GPU of a node pool into one partition size"))
-    elif pool.sharing.mode != "none":
+    elif compiled.gpu_sharing_strategy is not None:
         values.append(EnumValue("gpu_sharing_config.gpu_sharing_strategy", f"sharing {pool.sharing.mode!r}",
                                 compiled.gpu_sharing_strategy, facts.SHARING_STRATEGIES))
     values += [EnumValue("taints.effect", f"taint effect {t.effect!r}", c.effect, facts.TAINT_EFFECTS)

@@ -17,6 +17,7 @@ import base64
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from gpustack.clouds.dra import DraSupport
 from gpustack.clouds import karpenter as core
 from gpustack.clouds.base import Feature
 from gpustack.clouds.karpenter import ZONE, KarpenterDocs, KarpenterPool, KarpenterProvisioner, Requirement
@@ -134,6 +135,8 @@ MIG_GAP = (f"KPO {RELEASE} runs Karpenter {CORE_RELEASE}, which has no NodeOverl
 class OKEKarpenter(KarpenterProvisioner):
     name = "karpenter"
     description = f"Oracle's Karpenter provider {RELEASE} (Karpenter {CORE_RELEASE}) NodePools and OCINodeClasses on OKE"
+    dra = DraSupport(refusal="Oracle's Karpenter provider documents no DRA support: Karpenter's DRA support (settings.enableDRA) is documented for its AWS provider only (https://karpenter.sh/docs/tasks/dra/; core tracking issue https://github.com/kubernetes-sigs/karpenter/issues/1231), so no node is launched for pods with ResourceClaims",
+                     source="https://karpenter.sh/docs/tasks/dra/")
     backend = "karpenter_backend"
     release = RELEASE
     docs = DOCS

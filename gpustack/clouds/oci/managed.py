@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from gpustack.clouds.dra import DraSupport
 from gpustack.clouds._enums import check_enums
 from gpustack.clouds.base import PRIORITY_EXPANDER, FallbackMechanism, Feature
 from gpustack.clouds.oci import facts
@@ -60,6 +61,13 @@ def cloud_init(pool: Pool) -> str:
 class ManagedNodePools(Provisioner):
     name = "managed"
     description = "OKE managed node pools, scaled by OKE's Cluster Autoscaler add-on"
+    # DRA: node pools run NVIDIA's DRA driver; OKE's Cluster Autoscaler add-on (the upstream one's OCI provider)
+    # cannot grow a pool at zero for a claim.
+    dra = DraSupport(
+        scale_from_zero=False,
+        scale_from_zero_gap="the Cluster Autoscaler's OCI provider builds a node group's template node without ResourceSlices, so its scale-up simulation finds no device for a claim while the group is at zero (https://github.com/kubernetes/autoscaler/issues/7799; only the cluster-api provider models them, https://github.com/kubernetes/autoscaler/pull/7804)",
+        source="https://github.com/kubernetes/autoscaler/issues/7799",
+    )
     unsupported = {
         Feature.NATIVE_SCHEDULE: "OKE has no scheduled scaling of node pools; the in-cluster auto-stop covers it",
         Feature.INSTANCE_TYPE_ALTERNATIVES: "an OKE node pool has one shape (nodeShape, https://docs.oracle.com/"
