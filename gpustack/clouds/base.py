@@ -40,6 +40,14 @@ class Feature(enum.Enum):
     NATIVE_SCHEDULE = "scaling a node pool on a timetable with a cloud resource"
     SPOT = "spot / preemptible capacity"
     FRACTIONAL_SHARING = "enforced GPU fractions (HAMi's device plugin and scheduler)"
+    # Capacity bought for a fixed window (docs/capacity.md): a cloud that sells neither lists both with
+    # what it offers instead.
+    CAPACITY_BLOCK = "capacity blocks: GPU instances reserved for a fixed window, paid up front"
+    FLEX_START = "flex-start capacity: GPUs obtained when available, for a bounded run, at a discount"
+
+
+# The plan's capacity -> the feature a cloud must have to sell it.
+TIMEBOXED_FEATURES = {"block": Feature.CAPACITY_BLOCK, "flex": Feature.FLEX_START}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,6 +240,12 @@ class Cloud:
     cluster_api_rule: ClassVar[tuple[str, str] | None] = None
     pool_names: ClassVar[NameRule]
     unsupported: ClassVar[Mapping[Feature, str]] = {}
+    # Capacity blocks (where sold): how many minutes before a block's end the cloud reclaims its
+    # instances, and where it says so.
+    block_reclaim: ClassVar[tuple[int, str] | None] = None
+    # Flex-start (where sold): the fraction off on-demand it publishes, in words, where and as of when
+    # (an upper bound when that is all it publishes; `pricing.flex_discount` declares the real one).
+    flex_discount: ClassVar[tuple[float, str, str, str] | None] = None
     # Label-key prefixes the cloud owns on nodes: never attribution labels, never cloud tags.
     own_label_prefixes: ClassVar[tuple[str, ...]] = ()
     # Whether the node images gpustack asks for carry the NVIDIA driver and the container toolkit (the
@@ -352,6 +366,8 @@ class Cloud:
         another capacity with a warning, or reports a located error (`gpustack.plan.choices`)."""
         if capacity == "spot":
             return self.spot_available(row.name)
+        if capacity in TIMEBOXED_FEATURES:
+            return self.unsupported.get(TIMEBOXED_FEATURES[capacity])
         return None
 
     def target_notes(self, settings: Mapping[str, object]) -> list[str]:
