@@ -373,6 +373,12 @@ class _TargetPlanner:
             pool, problems = timebox.priced(pool, self.spec, self.cloud, self.provisioner, self.prices)
             for workload, key, message in problems:
                 self.problem(workload, "", message, path=("workloads", workload.index, "block", key))
+            if pool.block is not None and pool.block.offering_id is not None:
+                self.warn("capacity-block-purchase", f"pool {pool.name!r}: `pulumi up` buys the capacity block offering "
+                                                     f"{pool.block.offering_id} (${pool.block.upfront_usd:,.2f} up front); "
+                                                     "`pulumi destroy` does not refund it (the reservation cannot be "
+                                                     "deleted, only dropped from the state), so gpustack declares it "
+                                                     "protected", pool=pool.name)
             if pool.flex is not None and self.prices.pricing.flex_discount is None:
                 self.warn("flex-discount-assumed", f"pool {pool.name!r} is estimated at flex-start's published upper "
                                                    f"bound ({pool.flex.discount_basis}; {pool.flex.source}): declare "
