@@ -74,13 +74,14 @@ def with_block(**changes: Any) -> dict[str, Any]:
 # -- the spec ------------------------------------------------------------------------------------
 def test_block_durations_instances_and_ids_are_what_aws_sells():
     message = errors(spec([with_block(days=15)], aws()))
-    assert "workloads[0].block.days" in message and "15 days is not a duration AWS sells" in message
+    assert "workloads[0].block.days" in message and "15 days is not a duration EC2 sells" in message
     assert "the nearest are 14 and 21" in message
     assert "capacity.yaml:" in message  # located
     assert "block.instances" in errors(spec([with_block(instances=65)], aws()))
     assert "exactly one of reservation_id" in errors(spec([with_block(offering_id="cb-0123456789abcdef0")], aws()))
     assert "exactly one of upfront_usd" in errors(spec([with_block(upfront_usd=None)], aws()))
-    assert "an EC2 id such as cr-" in errors(spec([with_block(reservation_id="r-1")], aws()))
+    assert "is not in the format EC2 gives a reservation id" in errors(spec([with_block(reservation_id="cb-0123456789abcdef0")], aws()))
+    assert "runs at most 168 hours" in errors(spec([{**TUNE, "flex": {"max_run_hours": 200}}], gcp()))
 
 
 def test_a_block_or_flex_job_without_checkpointing_is_a_located_error():

@@ -203,11 +203,14 @@ class _TargetPlanner:
             self.problem(workload, "capacity", why)
             return []
         if workload.block is not None:
-            found = timebox.block_problems(workload.block, self.target, self.rows, gpu.name)
+            found = timebox.block_problems(workload.block, self.target, self.rows, gpu.name, self.cloud)
             for key, message in found:
                 self.problem(workload, "", message, path=("workloads", workload.index, "block", key))
             if found:
                 return []
+        if workload.flex is not None and (problem := timebox.flex_problem(workload.flex, self.cloud)):
+            self.problem(workload, "", problem, path=("workloads", workload.index, "flex", "max_run_hours"))
+            return []
         parts, warnings = capacity_parts(workload)
         for code, message in warnings:
             self.warn(code, message, workload.name)

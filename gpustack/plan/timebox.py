@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import hashlib
+import re
 
 from gpustack.catalog import InstanceType
 from gpustack.clouds.base import TIMEBOXED_FEATURES, Cloud
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.model import BlockPlan, FlexPlan, Pool, Price
 from gpustack.plan.prices import PriceBook
-from gpustack.spec.model import HOURS_PER_MONTH, CapacityBlock, Spec, Target, Workload
+from gpustack.spec.model import HOURS_PER_MONTH, CapacityBlock, FlexStart, Spec, Target, Workload
 from gpustack.spec.timebox import block_end
 
 
@@ -31,10 +32,26 @@ def gap(workload: Workload, provisioner: Provisioner) -> str | None:
     return None if found is None else f"{provisioner.cloud.display_name} has no {feature.value}: {found}"
 
 
-def block_problems(block: CapacityBlock, target: Target, rows: tuple[InstanceType, ...],
-                   gpu: str) -> list[tuple[str, str]]:
-    """(key under `block`, message) for a block that cannot be the target's: its zone, its instance type."""
+def block_problems(block: CapacityBlock, target: Target, rows: tuple[InstanceType, ...], gpu: str,
+                   cloud: Cloud) -> list[tuple[str, str]]:
+    """(key under `block`, message) for a block that cannot be the target's: what the cloud sells (its
+    durations, instances per block, ids), its zone, its instance type."""
     found = []
+    terms = cloud.block_terms
+    assert terms is not None  # a cloud that sells blocks states their terms
+    if block.days not in terms.days:
+        below = max((d for d in terms.days if d < block.days), default=terms.days[0])
+        above = min((d for d in terms.days if d > block.days), default=terms.days[-1])
+        found.append(("days", f"{block.days} days is not a duration {terms.seller} sells: {terms.days_rule} "
+                              f"({terms.source}); the nearest are {below} and {above}"))
+    if block.instances > terms.max_instances:
+        found.append(("instances", f"{block.instances} instances; a block holds at most {terms.max_instances} "
+                                   f"({terms.source})"))
+    for key, value, pattern in (("reservation_id", block.reservation_id, terms.reservation_id),
+                                ("offering_id", block.offering_id, terms.offering_id)):
+        if value is not None and not re.fullmatch(pattern, value):
+            found.append((key, f"{value!r} is not in the format {terms.seller} gives a {key.replace('_', ' ')}: "
+                              f"{pattern}"))
     if not block.zone.startswith(target.region):
         found.append(("zone", f"{block.zone} is not a zone of {target.region} (target {target.name!r}): a block "
                               "lives in one zone of the target's region"))
@@ -44,6 +61,14 @@ def block_problems(block: CapacityBlock, target: Target, rows: tuple[InstanceTyp
         what = f"has {row.gpu} GPUs, not {gpu}" if row else f"is not in the catalog for {target.region}"
         found.append(("instance_type", f"{block.instance_type} {what}; {gpu} types there: {', '.join(offered) or 'none'}"))
     return found
+
+
+def flex_problem(flex: FlexStart, cloud: Cloud) -> str | None:
+    """Why the cloud cannot run flex-start nodes this long (None: it can)."""
+    longest = cloud.flex_max_run_hours
+    if longest is None or flex.max_run_hours <= longest[0]:
+        return None
+    return f"{flex.max_run_hours} hours; a flex-start node runs at most {longest[0]} hours ({longest[1]})"
 
 
 def pool_tag(workload: Workload) -> str:
@@ -81,7 +106,8 @@ def _block_pool(pool: Pool, workloads: list[Workload], cloud: Cloud,
         problems.append((owner, "instances", f"the block has {block.instances} {block.instance_type} instance(s); "
                                              f"the pool's replicas need {pool.max_nodes} at peak: buy a larger block "
                                              "or plan fewer replicas"))
-    reclaim, reclaim_source = cloud.block_reclaim or (0, "")
+    assert cloud.block_terms is not None
+    reclaim, reclaim_source = cloud.block_terms.reclaim_minutes, cloud.block_terms.reclaim_source
     drain, drain_source = provisioner.block_drain or (None, "")
     end = block_end(block)
     hours = block_hours(block)

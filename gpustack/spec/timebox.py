@@ -1,9 +1,9 @@
 """`capacity: block` and `capacity: flex`: capacity bought for a fixed window (docs/capacity.md).
 
-`block:` describes an EC2 Capacity Block for ML the user holds (its reservation id) or asks gpustack to
-buy (an offering id), with the numbers AWS sells it in; `flex:` tunes flex-start VMs. Which clouds sell
-which is the clouds' business (their capability gaps); this module checks the shape and AWS's published
-limits, which are the only ones a block has.
+`block:` describes a capacity block the user holds (its reservation id) or asks the Pulumi program to
+buy (an offering id); `flex:` tunes flex-start VMs. Which clouds sell which, and in what sizes, is the
+clouds' business (their capability gaps and `Cloud.block_terms`, checked when planning); this module
+checks the shape.
 """
 
 from __future__ import annotations
@@ -20,26 +20,15 @@ BLOCK_KEYS = ("zone", "instance_type", "instances", "start", "days")
 BLOCK_OPTIONAL = ("reservation_id", "offering_id", "upfront_usd", "usd_per_instance_hour")
 FLEX_OPTIONAL = ("max_run_hours", "queued")
 
-# Durations are sold "in 1-day increments up to 14 days, and in 7-day increments up to 182 days"; "each
-# Capacity Block can have up to 64 instances, and you can have up to 256 instances across Capacity
-# Blocks"; "all Capacity Blocks end at 11:30AM UTC"
-# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html).
-BLOCK_SOURCE = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html"
-BLOCK_DAYS = tuple(range(1, 15)) + tuple(range(21, 183, 7))
-MAX_BLOCK_INSTANCES = 64
-BLOCK_END_UTC = datetime.time(11, 30)
-# Flex-start VMs "keep running for a maximum of seven days"
-# (https://cloud.google.com/compute/docs/instances/about-flex-start-vms).
-FLEX_SOURCE = "https://cloud.google.com/compute/docs/instances/about-flex-start-vms"
-MAX_FLEX_RUN_HOURS = 7 * 24
-
-# EC2 ids (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html): the
-# capacity reservation of a block is cr-<hex>, its offering cb-<hex>; the EC2NodeClass CRD takes
-# ^cr-[0-9a-z]+$ for capacityReservationSelectorTerms[].id.
-_RESERVATION_ID = re.compile(r"cr-[0-9a-f]{8,17}")
-_OFFERING_ID = re.compile(r"cb-[0-9a-f]{8,17}")
-_ZONE = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9][a-z]")
-_INSTANCE_TYPE = re.compile(r"[a-z][a-z0-9-]*\.[a-z0-9]+")
+# The shape only: what a cloud sells (durations, instances per block, id formats, the longest flex-start
+# run) is its own fact (`Cloud.block_terms`, `Cloud.flex_max_run_hours`), checked per target when planning.
+MAX_DAYS = 366
+MAX_INSTANCES = 10_000
+MAX_RUN_HOURS = 8760
+DEFAULT_RUN_HOURS = 7 * 24  # the longest flex-start run any cloud sells today; a cloud may allow less
+_ID = re.compile(r"[a-z]{2,4}-[0-9a-z]{1,32}")
+_ZONE = re.compile(r"[a-z0-9]([-a-z0-9]{0,62}[a-z0-9])?")
+_INSTANCE_TYPE = re.compile(r"[A-Za-z0-9][-A-Za-z0-9_.]{0,62}")
 _START = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?Z")
 
 
@@ -51,35 +40,29 @@ def read_block(reader: Reader, path: Path, value: Any, kind: Any, checkpointing:
     if value is BAD or any(k not in value for k in BLOCK_KEYS):
         return BAD
     before = len(reader.problems)
-    zone = reader.string(path + ("zone",), value["zone"], pattern=_ZONE, rule="an availability zone, e.g. us-east-1a")
+    zone = reader.string(path + ("zone",), value["zone"], pattern=_ZONE, rule="a zone name, e.g. <region>a")
     instance_type = reader.string(path + ("instance_type",), value["instance_type"], pattern=_INSTANCE_TYPE,
-                                  rule="an EC2 instance type, e.g. p5.48xlarge")
-    instances = reader.integer(path + ("instances",), value["instances"], minimum=1, maximum=MAX_BLOCK_INSTANCES)
-    days = reader.integer(path + ("days",), value["days"], minimum=1, maximum=BLOCK_DAYS[-1])
-    if isinstance(days, int) and days not in BLOCK_DAYS:
-        below = max(d for d in BLOCK_DAYS if d < days)
-        above = min(d for d in BLOCK_DAYS if d > days)
-        reader.problem(path + ("days",), f"{days} days is not a duration AWS sells: 1 to 14 days in steps of 1, then "
-                                         f"21 to 182 in steps of 7 ({BLOCK_SOURCE}); the nearest are {below} and "
-                                         f"{above}")
+                                  rule="an instance type of the catalog")
+    instances = reader.integer(path + ("instances",), value["instances"], minimum=1, maximum=MAX_INSTANCES)
+    days = reader.integer(path + ("days",), value["days"], minimum=1, maximum=MAX_DAYS)
     start = _start(reader, path + ("start",), value["start"])
-    reservation = _optional_id(reader, path, value, "reservation_id", _RESERVATION_ID, "cr-0123456789abcdef0")
-    offering = _optional_id(reader, path, value, "offering_id", _OFFERING_ID, "cb-0123456789abcdef0")
+    reservation = _optional_id(reader, path, value, "reservation_id")
+    offering = _optional_id(reader, path, value, "offering_id")
     if ("reservation_id" in value) == ("offering_id" in value):
-        reader.problem(path, "give exactly one of reservation_id (the block you hold, cr-...) or offering_id (an "
-                             "offering gpustack buys with aws.ec2.CapacityBlockReservation: paid up front, never "
-                             "refunded, and `pulumi destroy` does not cancel it)")
+        reader.problem(path, "give exactly one of reservation_id (the block you hold) or offering_id (an offering "
+                             "the Pulumi program buys: paid up front, never refunded, and `pulumi destroy` does not "
+                             "cancel it)")
     if ("upfront_usd" in value) == ("usd_per_instance_hour" in value):
-        reader.problem(path, "give exactly one of upfront_usd (the offering's upfrontFee, as "
-                             "describe-capacity-block-offerings shows it) or usd_per_instance_hour (a declared price)")
+        reader.problem(path, "give exactly one of upfront_usd (the offering's upfront fee, as the cloud quotes it) "
+                             "or usd_per_instance_hour (a declared price)")
     upfront = (reader.number(path + ("upfront_usd",), value["upfront_usd"], minimum=0, exclusive_minimum=True,
                              maximum=1e9) if "upfront_usd" in value else None)
     hourly = (reader.number(path + ("usd_per_instance_hour",), value["usd_per_instance_hour"], minimum=0,
                             exclusive_minimum=True, maximum=10_000) if "usd_per_instance_hour" in value else None)
     if kind in JOB_KINDS and not checkpointing:
-        reader.problem(path, f"a capacity block ends on a fixed date and EC2 terminates its instances from 30 minutes "
-                             f"before the end ({BLOCK_SOURCE}): {kind} there must resume from a checkpoint; set "
-                             "checkpointing: true")
+        reader.problem(path, f"a capacity block ends on a fixed date and its nodes go away shortly before the end "
+                             f"(30 minutes before the end, where blocks are sold today): {kind} there must resume "
+                             "from a checkpoint; set checkpointing: true")
     if len(reader.problems) > before:
         return BAD
     return CapacityBlock(zone, instance_type, instances, start, days, reservation, offering, upfront, hourly)
@@ -101,11 +84,11 @@ def block_end(block: CapacityBlock) -> datetime.datetime:
     return start + datetime.timedelta(days=block.days)
 
 
-def _optional_id(reader: Reader, path: Path, value: dict[str, Any], key: str, pattern: re.Pattern[str],
-                 example: str) -> str | Any | None:
+def _optional_id(reader: Reader, path: Path, value: dict[str, Any], key: str) -> str | Any | None:
     if key not in value:
         return None
-    return reader.string(path + (key,), value[key], pattern=pattern, rule=f"an EC2 id such as {example}")
+    return reader.string(path + (key,), value[key], pattern=_ID, rule="a cloud id: a short prefix, '-', letters "
+                                                                      "and digits, e.g. cr-0123456789abcdef0")
 
 
 def read_flex(reader: Reader, path: Path, value: Any) -> FlexStart | Any:
@@ -113,8 +96,8 @@ def read_flex(reader: Reader, path: Path, value: Any) -> FlexStart | Any:
     value = reader.mapping(path, value, optional=FLEX_OPTIONAL, what="{max_run_hours: 168, queued: false}")
     if value is BAD:
         return BAD
-    hours = (reader.integer(path + ("max_run_hours",), value["max_run_hours"], minimum=1, maximum=MAX_FLEX_RUN_HOURS)
-             if "max_run_hours" in value else MAX_FLEX_RUN_HOURS)
+    hours = (reader.integer(path + ("max_run_hours",), value["max_run_hours"], minimum=1, maximum=MAX_RUN_HOURS)
+             if "max_run_hours" in value else DEFAULT_RUN_HOURS)
     queued = reader.boolean(path + ("queued",), value["queued"]) if "queued" in value else False
     if hours is BAD or queued is BAD:
         return BAD
@@ -142,9 +125,8 @@ def check_timebox(reader: Reader, field: dict[str, Path], value: dict[str, Any],
         else:
             flex = read_flex(reader, field["flex"], value["flex"])
     elif capacity == "flex":
-        flex = FlexStart(MAX_FLEX_RUN_HOURS, False)
+        flex = FlexStart(DEFAULT_RUN_HOURS, False)
     if capacity == "flex" and kind in JOB_KINDS and not checkpointing:
-        reader.problem(field["capacity"], f"flex-start nodes stop after their run duration (at most 7 days, "
-                                          f"{FLEX_SOURCE}): {kind} there must resume from a checkpoint; set "
-                                          "checkpointing: true")
+        reader.problem(field["capacity"], f"flex-start nodes stop after their run duration: {kind} there must "
+                                          "resume from a checkpoint; set checkpointing: true")
     return (None if block is BAD else block), (None if flex is BAD else flex)

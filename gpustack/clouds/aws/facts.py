@@ -4,7 +4,7 @@ the provisioner, `managed.py`)."""
 from __future__ import annotations
 
 from gpustack.clouds import CLOUDS
-from gpustack.clouds.base import Cloud, ExampleTarget, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
+from gpustack.clouds.base import BlockTerms, Cloud, ExampleTarget, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 from gpustack.clouds.kubelet import CPU_TIERS, KubeletReservation
 
 _NODEGROUP_API = "https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html"
@@ -147,9 +147,17 @@ class EKS(Cloud):
     display_name = "EKS"
     provisioners = ("managed", "karpenter")
     kubelet_reservation = KUBELET_RESERVATION
-    # "Instances that are running inside Capacity Blocks are terminated 30 minutes before the end time"
-    # (60 for UltraServers) (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html).
-    block_reclaim = (30, "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html")
+    # Durations are sold "in 1-day increments up to 14 days, and in 7-day increments up to 182 days"; "each
+    # Capacity Block can have up to 64 instances, and you can have up to 256 instances across Capacity
+    # Blocks" (capacity-blocks-purchase). Instances running in a block are terminated 30 minutes before its
+    # end (60 for UltraServers) (capacity-blocks-using). Ids: a block's reservation cr-<hex>, its offering
+    # cb-<hex> (the EC2NodeClass CRD takes ^cr-[0-9a-z]+$ in capacityReservationSelectorTerms[].id).
+    block_terms = BlockTerms(
+        seller="EC2", days=tuple(range(1, 15)) + tuple(range(21, 183, 7)),
+        days_rule="1 to 14 days in steps of 1, then 21 to 182 in steps of 7", max_instances=64,
+        reservation_id=r"cr-[0-9a-f]{8,17}", offering_id=r"cb-[0-9a-f]{8,17}", reclaim_minutes=30,
+        reclaim_source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html",
+        source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html")
     unsupported = {
         Feature.FLEX_START: "EC2 sells no flex-start capacity; its GPUs for a fixed window are Capacity Blocks for ML "
                             "(capacity: block, https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html)",

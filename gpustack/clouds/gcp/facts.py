@@ -199,6 +199,8 @@ class GKE(Cloud):
     # and the plan says which it used.
     flex_discount = (0.53, "up to 53% off on-demand, GKE's published upper bound",
                      "https://cloud.google.com/kubernetes-engine/docs/concepts/dws", "2026-12-02")
+    # Flex-start VMs "keep running for a maximum of seven days".
+    flex_max_run_hours = (7 * 24, "https://cloud.google.com/compute/docs/instances/about-flex-start-vms")
     unsupported = {
         Feature.MIG_MIXED_LAYOUTS: "GKE partitions every GPU of a node pool with one gpu_partition_size",
         # HAMi replaces the NVIDIA device plugin on its nodes; on GKE that plugin is GKE's own, which
