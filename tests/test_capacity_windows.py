@@ -145,6 +145,14 @@ def test_the_ladder_tries_the_block_then_on_demand_and_the_range_covers_its_wors
     assert target.cost.range.low == pytest.approx(14000)  # the fee is paid whatever runs
 
 
+def test_the_table_shows_a_windowed_ladder_and_its_worst_case():
+    from gpustack.output.table import render_table
+
+    text = render_table(plan_of(spec([PRETRAIN], aws())))
+    assert "Capacity ladders:" in text
+    assert "pretrain: block $14,000 up front -> on-demand $80,358; worst case $94,358/month" in text
+
+
 def test_a_default_checkpointed_job_gets_a_ladder_too():
     tune = {"name": "tune", "kind": "fine-tuning", "gpu": "H100", "gpus": 8, "checkpointing": True}
     [target] = plan_of(spec([tune], aws())).targets
