@@ -215,6 +215,8 @@ def test_a_block_is_a_capacity_block_launch_template_and_node_group_in_its_zone(
     assert group.inputs["subnetIds"] == ["subnet-0c2d", "subnet-0e3f"]  # the block's zone only
     assert group.inputs["scalingConfig"] == {"minSize": 0, "maxSize": 2, "desiredSize": 0}
     assert not [r for r in declared if r.type == "aws:ec2/capacityBlockReservation:CapacityBlockReservation"]
+    [pool] = [p for p in block_target().pools if p.capacity == "block"]
+    assert any("only at desired size 0" in note for note in pool.notes)
 
 
 def test_a_block_is_bought_only_when_the_spec_names_an_offering_and_is_protected(tmp_path, zones):

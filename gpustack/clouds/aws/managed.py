@@ -154,6 +154,13 @@ class ManagedNodeGroups(Provisioner):
             block=block_launch(pool),
         )
 
+    def pool_notes(self, pool: Pool) -> tuple[str, ...]:
+        if pool.block is None:
+            return ()
+        return (f"A capacity block's node group (capacityType CAPACITY_BLOCK, its launch template's market type "
+                f"capacity-block) launches in the block's zone {pool.block.zone} only; EKS updates it (a new AMI "
+                f"or Kubernetes version) only at desired size 0, so scale it to 0 first ({facts.BLOCK_SOURCE}).",)
+
     def check_pool(self, pool: Pool) -> list[str]:
         assert isinstance(pool.compiled, EksNodeGroup)
         problems = super().check_pool(pool) + enum_problems(self.cloud.display_name, compiled_enums(pool))
