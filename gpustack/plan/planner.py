@@ -204,8 +204,8 @@ class _TargetPlanner:
             return []
         if workload.block is not None:
             found = timebox.block_problems(workload.block, self.target, self.rows, gpu.name, self.cloud)
-            for key, message in found:
-                self.problem(workload, "", message, path=("workloads", workload.index, "block", key))
+            for field, message in found:
+                self.problem(workload, "", message, path=("workloads", workload.index, "block", field))
             if found:
                 return []
         if workload.flex is not None and (problem := timebox.flex_problem(workload.flex, self.cloud)):
