@@ -37,6 +37,7 @@ class Declared:
     dependencies: tuple[str, ...] = ()  # URNs the resource waits for (depends_on and its inputs' resources)
     provider: str = ""  # the provider reference (URN::id) of a custom resource
     aliases: tuple[str, ...] = ()  # its aliases as the SDK sends them (specs or URNs), for URN migrations
+    protect: bool = False  # the protect option: `pulumi destroy` refuses to delete it
 
 
 def auto_name(name: str) -> str:
@@ -95,7 +96,8 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
                 aliases = tuple(str(a).replace("\n", " ").strip() for a in request.aliases) + tuple(request.aliasURNs)
                 self.declared.append(Declared(request.type, request.name, response.urn, request.parent,
                                               bool(request.custom), dict(inputs), tuple(request.ignoreChanges),
-                                              tuple(request.dependencies), request.provider, aliases))
+                                              tuple(request.dependencies), request.provider, aliases,
+                                              bool(request.protect)))
         return response
 
 

@@ -346,7 +346,8 @@ def _documents(tmp_path: Path, text: str) -> list[Any]:
 def test_check_manifests_on_dra_passes_the_rendered_wiring_and_its_claims(tmp_path):
     plan = dra_plan("aws", [TRAIN, CHAT])
     target = plan.targets[0]
-    texts = [yaml.safe_dump(patch(w)) for w in wirings(target)] + [yaml.safe_dump(o) for o in _claim_objects(plan)]
+    patched = [merge(plain_object(w.kind, w.workload, w.namespace), patch(w)) for w in wirings(target)]
+    texts = [yaml.safe_dump(o) for o in patched] + [yaml.safe_dump(o) for o in _claim_objects(plan)]
     findings = check_manifests(target, _documents(tmp_path, "---\n".join(texts)))
     assert [f for f in findings if f.level == "error"] == []
 

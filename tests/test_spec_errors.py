@@ -47,7 +47,7 @@ def test_unknown_key_names_place_and_suggests():
         f"{at(text, 'chekpointing')}: workloads[0].chekpointing: unknown key 'chekpointing' (did you mean "
         "'checkpointing'?); allowed here: name, kind, gpu, gpus, gpu_memory, mig, gpu_fraction, cpu, memory, "
         "replicas, checkpointing, schedule, hours_per_month, runs_per_month, requests_per_hour, labels, capacity, "
-        "sharing, namespace, instance_types, burst_share, disk, idle, autostop, availability, container")
+        "sharing, namespace, instance_types, burst_share, disk, idle, autostop, availability, container, block, flex")
 
 
 def test_bad_enum_value_suggests():

@@ -41,6 +41,29 @@ class Feature(enum.Enum):
     SPOT = "spot / preemptible capacity"
     FRACTIONAL_SHARING = "enforced GPU fractions (HAMi's device plugin and scheduler)"
     INSTANCE_TYPE_ALTERNATIVES = "several instance types in one spot node pool"
+    # Capacity bought for a fixed window (docs/capacity.md): a cloud that sells neither lists both with
+    # what it offers instead.
+    CAPACITY_BLOCK = "capacity blocks: GPU instances reserved for a fixed window, paid up front"
+    FLEX_START = "flex-start capacity: GPUs obtained when available, for a bounded run, at a discount"
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockTerms:
+    """What a cloud sells as a capacity block (`capacity: block`), with its source."""
+
+    seller: str  # who sells it, for messages
+    days: tuple[int, ...]  # the durations sold
+    days_rule: str  # the same in words
+    max_instances: int  # per block
+    reservation_id: str  # regex of the id of a block held
+    offering_id: str  # regex of the id of an offering to buy
+    reclaim_minutes: int  # the instances are taken back this long before the block ends
+    reclaim_source: str
+    source: str
+
+
+# The plan's capacity -> the feature a cloud must have to sell it.
+TIMEBOXED_FEATURES = {"block": Feature.CAPACITY_BLOCK, "flex": Feature.FLEX_START}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,6 +271,13 @@ class Cloud:
     node_identity: ClassVar[str | None] = None
     pool_names: ClassVar[NameRule]
     unsupported: ClassVar[Mapping[Feature, str]] = {}
+    # Capacity blocks (where sold): what the cloud sells and when it takes the instances back.
+    block_terms: ClassVar[BlockTerms | None] = None
+    # Flex-start (where sold): the fraction off on-demand it publishes, in words, where and as of when
+    # (an upper bound when that is all it publishes; `pricing.flex_discount` declares the real one), and
+    # the longest a flex-start node runs (hours, source).
+    flex_discount: ClassVar[tuple[float, str, str, str] | None] = None
+    flex_max_run_hours: ClassVar[tuple[int, str] | None] = None
     # Label-key prefixes the cloud owns on nodes: never attribution labels, never cloud tags.
     own_label_prefixes: ClassVar[tuple[str, ...]] = ()
     # Whether the node images gpustack asks for carry the NVIDIA driver and the container toolkit (the
@@ -371,6 +401,8 @@ class Cloud:
         another capacity with a warning, or reports a located error (`gpustack.plan.choices`)."""
         if capacity == "spot":
             return self.spot_available(row.name)
+        if capacity in TIMEBOXED_FEATURES:
+            return self.unsupported.get(TIMEBOXED_FEATURES[capacity])
         return None
 
     def target_notes(self, settings: Mapping[str, object]) -> list[str]:

@@ -85,7 +85,7 @@ UNPROTECTED_GRACE_SECONDS = 600
 # spec.weight, 1-100, higher tried first (scheduling docs, "Weighted NodePools"): the capacity
 # reservation first, then spot, then on-demand, as Karpenter itself orders capacity types inside one
 # NodePool (reserved > spot > on-demand, NodePool docs).
-WEIGHTS = {"reserved": 30, "spot": 20, "on-demand": 10}
+WEIGHTS = {"block": 30, "reserved": 30, "flex": 20, "spot": 20, "on-demand": 10}
 # The taint spot nodes carry, the same as on the clouds' managed pools, so pods tolerate the same
 # taints under either provisioner.
 SPOT_TAINT = ("gpustack.dev/spot", "true", "NoSchedule")
@@ -307,6 +307,11 @@ class KarpenterProvisioner(Provisioner):
         """The node class object's spec from the compiled pool."""
         raise NotImplementedError
 
+    def capacity_requirements(self, pool: Pool) -> list[Requirement]:
+        """Requirements beyond the capacity type that pin the pool's capacity (e.g. a capacity block)."""
+        del pool
+        return []
+
     def check_node_class(self, pool: Pool) -> list[str]:
         """Problems with the compiled node class, before anything is rendered."""
         del pool
@@ -342,6 +347,7 @@ class KarpenterProvisioner(Provisioner):
         if arch is not None:
             requirements.append(Requirement(ARCH, "In", (arch,)))
         requirements.append(Requirement(OS, "In", ("linux",)))
+        requirements.extend(self.capacity_requirements(pool))
         if pool.zones:
             requirements.append(Requirement(ZONE, "In", tuple(pool.zones)))
         policy, after, budgets = disruption(pool)

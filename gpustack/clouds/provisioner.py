@@ -34,7 +34,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from gpustack.clouds.base import FallbackMechanism, Feature, FloorUpgradeRule
+from gpustack.clouds.base import TIMEBOXED_FEATURES, FallbackMechanism, Feature, FloorUpgradeRule
 from gpustack.clouds.dra import UNDECLARED, DraSupport
 
 if TYPE_CHECKING:
@@ -109,6 +109,9 @@ class Provisioner:
     mixed_sizes_gap: ClassVar[str | None] = None
     # What it does with pools whose GPUs are allocated through DRA (`gpustack.clouds.dra`), with sources.
     dra: ClassVar[DraSupport] = UNDECLARED
+    # Capacity blocks: how many minutes before the cloud reclaims a block's instances this provisioner
+    # starts draining them, and where it says so (None: it leaves them to the cloud).
+    block_drain: ClassVar[tuple[int, str] | None] = None
 
     def __init__(self, cloud: Cloud) -> None:
         self.cloud = cloud
@@ -138,6 +141,8 @@ class Provisioner:
         """None when this provisioner can ask the cloud for `row` on `capacity`, else why not: a capacity
         the provisioner cannot ask for is its gap, whatever the cloud sells (`Cloud.capacity_refusal`)."""
         if capacity == "spot" and (gap := self.unsupported.get(Feature.SPOT)):
+            return gap
+        if capacity in TIMEBOXED_FEATURES and (gap := self.unsupported.get(TIMEBOXED_FEATURES[capacity])):
             return gap
         return self.cloud.capacity_refusal(row, capacity)
 

@@ -156,6 +156,15 @@ def _summary(target: TargetPlan) -> list[str]:
     lines.append(f"  Commitments: {commitment_status(target)}")
     for rec in c.commitment_recommendations:
         lines.append(_wrap(f"recommended: {recommendation(rec)}", "    ", "      "))
+    # Ladders that hold a window's capacity (a block, flex-start): the order and the worst case.
+    windowed = [ladder for ladder in target.ladders if any(r.capacity in ("block", "flex") for r in ladder.rungs)]
+    if windowed:
+        lines.append("  Capacity ladders:")
+        for ladder in windowed:
+            rungs = " -> ".join(f"{r.capacity} {usd(r.monthly_usd)}" + (" up front" if r.billing != "hourly" else "")
+                                for r in ladder.rungs)
+            lines.append(_wrap(f"{ladder.workload}: {rungs}; worst case {usd(ladder.worst_case_monthly_usd)}/month",
+                               "    ", "      "))
     units = [w for w in target.workloads if w.usd_per_run is not None or w.usd_per_1k_requests is not None]
     if units:
         lines.append("  Unit costs:")

@@ -13,7 +13,7 @@ from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.asks import Ask
 from gpustack.plan.nodes import allocatable
 from gpustack.plan.prices import PriceBook
-from gpustack.spec.model import CAPACITIES, JOB_KINDS, Workload
+from gpustack.spec.model import CAPACITIES, JOB_KINDS, TIMEBOXED_CAPACITIES, Workload
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +38,12 @@ def capacity_parts(workload: Workload) -> tuple[list[Part], list[tuple[str, str]
         warnings.append(("spot-without-checkpointing",
                          f"{workload.kind} {name!r} has capacity: spot but no checkpointing: a reclaimed node "
                          "loses the run's progress (gpustack check rejects this)"))
+    if override in TIMEBOXED_CAPACITIES and workload.kind in JOB_KINDS:
+        return [
+            Part(override, "main", high, 0, f"capacity: {override} in the spec"),
+            Part("on-demand", "fallback", high, 0, f"the ladder's next rung: on-demand when the {override} capacity "
+                                                   "ends or is short"),
+        ], warnings
     match workload.kind:
         case "training":
             if override:

@@ -149,8 +149,10 @@ def _cost(moves: Moves, pools: list[Pool], rates: dict[str, ReplicaRate], prices
     always = "schedules" not in moves
     total = 0.0
     for pool in pools:
-        discounted = ((pool.capacity == "spot" and "spot" in moves)
-                      or (pool.capacity == "reserved" and "commitments" in moves))
+        # flex-start is interruptible capacity sold below on-demand (the spot move); a block is capacity
+        # bought ahead for a term (the commitments move).
+        discounted = ((pool.capacity in ("spot", "flex") and "spot" in moves)
+                      or (pool.capacity in ("reserved", "block") and "commitments" in moves))
         if "sharing" in moves:
             price = pool.price.usd_per_node_hour if discounted else prices.on_demand(row_of[pool.instance_type]) \
                 .usd_per_node_hour
@@ -158,7 +160,11 @@ def _cost(moves: Moves, pools: list[Pool], rates: dict[str, ReplicaRate], prices
             continue
         for placement in pool.placements:
             rate = rates[placement.workload]
-            hourly = (rate.spot if pool.capacity == "spot" else rate.reserved) if discounted else rate.on_demand
+            if pool.capacity in ("block", "flex"):  # the replica's on-demand rate at the pool's own discount
+                on_demand = prices.on_demand(row_of[pool.instance_type]).usd_per_node_hour
+                hourly = rate.on_demand * (pool.price.usd_per_node_hour / on_demand if discounted else 1.0)
+            else:
+                hourly = (rate.spot if pool.capacity == "spot" else rate.reserved) if discounted else rate.on_demand
             total += placement.replicas * hourly * (HOURS_PER_MONTH if always else placement.hours_per_month)
     return total
 
@@ -178,8 +184,8 @@ def _range(pools: tuple[Pool, ...], workloads: dict[str, Workload], planned: flo
             high += hourly * pool.max_nodes * (HOURS_PER_MONTH - pool.hours_per_month)
         elif pool.role == "fallback":
             high += hourly * pool.standby_node_hours
-        elif pool.capacity == "spot" and backed & set(pool.workloads):
-            high -= pool.monthly_cost_usd
+        elif pool.capacity in ("spot", "flex") and backed & set(pool.workloads):
+            high -= pool.monthly_cost_usd  # not billed while its fallback carries the hours
     assumptions = []
     if shares:
         listed = ", ".join(sorted({f"{s:g}" for s in shares}))
@@ -189,6 +195,9 @@ def _range(pools: tuple[Pool, ...], workloads: dict[str, Workload], planned: flo
     if backed:
         assumptions.append("high: every fallback pool runs all of its spot pools' hours at on-demand (no spot "
                            "capacity all month)")
+    if any(p.block is not None for p in pools):
+        assumptions.append("low and high: each capacity block's upfront fee, paid whether its nodes run or not; high: "
+                           "its workloads' hours on the fallback as well")
     return CostRange(money(min(low, planned)), money(max(high, planned)), tuple(assumptions))
 
 

@@ -52,7 +52,7 @@ def fallback_groups(pools: Sequence[Pool]) -> tuple[FallbackGroup, ...]:
     the group can grow), sorted by name; empty when it has no fallback pool."""
     fallback = [p for p in pools if p.role == "fallback"]
     backed = {w for p in fallback for w in p.workloads}
-    spot = [p for p in pools if p.capacity == "spot" and backed & set(p.workloads)]
+    spot = [p for p in pools if p.capacity in FIRST_RUNGS and p.role != "fallback" and backed & set(p.workloads)]
     by_key: dict[GroupKey, list[Pool]] = {}
     for pool in spot + fallback:
         by_key.setdefault(_group_key(pool), []).append(pool)
@@ -66,7 +66,9 @@ def fallback_groups(pools: Sequence[Pool]) -> tuple[FallbackGroup, ...]:
 
 # The order in which a class tries its pools (CLASS_PRIORITIES): the reservation a floor pays for
 # anyway, then spot, then on-demand; a pool that backs or tops up another comes after it.
-_CAPACITY_RANK = {"reserved": 0, "spot": 1, "on-demand": 2}
+_CAPACITY_RANK = {"reserved": 0, "block": 0, "flex": 1, "spot": 1, "on-demand": 2}
+# The capacities a fallback pool backs: spot, and capacity bought for a window (a block, flex-start).
+FIRST_RUNGS = ("spot", "block", "flex")
 _ROLE_RANK = {"floor": 0, "main": 1, "burst": 2, "fallback": 2}
 
 

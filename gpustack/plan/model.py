@@ -291,6 +291,8 @@ class Pool:
     # A training or fine-tuning pool whose every workload resumes from checkpoints (the value of its
     # gpustack.dev/checkpointing node label): a disruption policy may move its work.
     checkpointed: bool = False
+    block: BlockPlan | None = None  # capacity: block
+    flex: FlexPlan | None = None  # capacity: flex
 
     @property
     def attribution(self) -> dict[str, str]:
@@ -298,6 +300,60 @@ class Pool:
         # HAMi's node selector (gpu=on) is not the user's either, on the pools that carry it.
         theirs = ("gpu",) if self.sharing.mode == "fractional" else ()
         return {k: v for k, v in self.labels if not k.startswith(own_label_prefixes()) and k not in theirs}
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockPlan:
+    """A pool's capacity block as planned (`capacity: block`): bought for a fixed window, paid up front."""
+
+    zone: str
+    reservation_id: str | None  # the block held; None when the plan buys `offering_id`
+    offering_id: str | None
+    start: str  # ISO 8601 UTC
+    end: str
+    days: int
+    instances: int
+    upfront_usd: float  # the whole block, paid once
+    price_basis: str  # the offering's upfront fee as given | a declared price per instance-hour
+    refundable: bool  # never, on the clouds that sell blocks; stated so the plan says it
+    nodes_leave_minutes_before_end: int  # the cloud reclaims the instances this long before the end
+    drain_minutes_before_reclaim: int | None  # the provisioner drains this long before that (None: it does not)
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class FlexPlan:
+    """A pool's flex-start capacity as planned (`capacity: flex`)."""
+
+    max_run_seconds: int  # each node is removed after this long
+    queued: bool  # queued provisioning: all of a request's nodes at once, or none
+    discount: float  # fraction off on-demand used for the estimate
+    discount_basis: str  # declared (pricing.flex_discount) | the cloud's published upper bound
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Rung:
+    """One capacity a training workload may run on, in the order the autoscaler tries them."""
+
+    capacity: str
+    pool: str
+    role: str
+    usd_per_node_hour: float
+    monthly_usd: float  # the workload's share of this pool, if this rung carried all of its hours
+    billing: str  # hourly | upfront (non-refundable)
+    price_source: str
+    when: str  # when the workload runs here
+
+
+@dataclasses.dataclass(frozen=True)
+class Ladder:
+    """The capacities a training or fine-tuning workload may use, best first, each priced."""
+
+    workload: str
+    kind: str
+    rungs: tuple[Rung, ...]
+    worst_case_monthly_usd: float  # what is paid up front, plus the dearest hourly rung carrying all hours
 
 
 @dataclasses.dataclass(frozen=True)
@@ -432,6 +488,7 @@ class TargetPlan:
     scaled_by_keda: tuple[str, ...] = ()  # workloads a KEDA ScaledObject scales (the CronJobs leave them)
     queueing: Queueing | None = None  # settings.queue: Kueue's flavors, team quotas and each Job's queue
     gpu_allocation: str = "device-plugin"  # how pods get GPUs: device-plugin | dra (settings.gpu_allocation)
+    ladders: tuple[Ladder, ...] = ()  # per training / fine-tuning workload, by name
 
     def pool(self, name: str) -> Pool:
         for pool in self.pools:
@@ -577,6 +634,8 @@ def _pool(p: Pool) -> dict[str, Any]:
         "nvidia": None if p.nvidia is None else {"device_plugin_config": p.nvidia.device_plugin_config,
                                                  "mig_parted_config": p.nvidia.mig_parted_config},
         "compiled": None if p.compiled is None else {"provisioner": p.provisioner, **p.compiled.to_dict()},
+        **({"block": {**dataclasses.asdict(p.block), "upfront_usd": money(p.block.upfront_usd)}} if p.block else {}),
+        **({"flex": dataclasses.asdict(p.flex)} if p.flex else {}),
     }
 
 
@@ -654,4 +713,11 @@ def _target(t: TargetPlan) -> dict[str, Any]:
         "scaled_by_keda": list(t.scaled_by_keda),
         "queue": None if t.queueing is None else t.queueing.to_dict(),
         "gpu_allocation": t.gpu_allocation,
+        "capacity_ladders": [_ladder(ladder) for ladder in t.ladders],
     }
+
+
+def _ladder(ladder: Ladder) -> dict[str, Any]:
+    return {"workload": ladder.workload, "kind": ladder.kind,
+            "rungs": [{**dataclasses.asdict(r), "monthly_usd": money(r.monthly_usd)} for r in ladder.rungs],
+            "worst_case_monthly_usd": money(ladder.worst_case_monthly_usd)}

@@ -19,7 +19,7 @@ from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import alternatives, dra, fallback, idle, offers, pool_types, queues
+from gpustack.plan import alternatives, dra, fallback, idle, ladder, offers, pool_types, queues, timebox
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
 from gpustack.plan.disks import default_disk_gib
@@ -115,7 +115,7 @@ class _TargetPlanner:
         retyped = self.one_type_per_pool(demands)
         demands = defaultdict(list, retyped.demands)
         self.note_split_mig(demands)
-        pools = self.build_pools(demands)
+        pools = self.timeboxed(self.build_pools(demands))
         pools = [dataclasses.replace(p, notes=p.notes + (retyped.notes[p.name],)) if p.name in retyped.notes else p
                  for p in pools]
         pools.sort(key=lambda p: p.name)
@@ -168,7 +168,7 @@ class _TargetPlanner:
                                    autostop=str(self.target.setting("autostop", "cronjob")),
                                    prometheus_url=None if url is None else str(url), idle=policies,
                                    api_server_cidrs=self.api_server_cidrs(),
-                                   scaled_by_keda=keda,
+                                   scaled_by_keda=keda, ladders=ladder.ladders(pools, workloads),
                                    gpu_allocation=str(self.target.setting("gpu_allocation", "device-plugin")),
                                    notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies))))
 
@@ -249,6 +249,18 @@ class _TargetPlanner:
         if workload.schedule is not None and (advice := timezone_advice(workload.schedule.timezone)):
             self.warn("timezone-legacy", f"{workload.name!r}: workloads[{workload.index}].schedule.timezone: {advice}",
                       workload.name)
+        if why := timebox.gap(workload, self.provisioner):
+            self.problem(workload, "capacity", why)
+            return []
+        if workload.block is not None:
+            found = timebox.block_problems(workload.block, self.target, self.rows, gpu.name, self.cloud)
+            for field, message in found:
+                self.problem(workload, "", message, path=("workloads", workload.index, "block", field))
+            if found:
+                return []
+        if workload.flex is not None and (problem := timebox.flex_problem(workload.flex, self.cloud)):
+            self.problem(workload, "", problem, path=("workloads", workload.index, "flex", "max_run_hours"))
+            return []
         parts, warnings = capacity_parts(workload)
         for code, message in warnings:
             self.warn(code, message, workload.name)
@@ -257,7 +269,8 @@ class _TargetPlanner:
         for part in parts:
             if part.role == "fallback" and main_on_demand:
                 continue  # the main part already runs on on-demand: no fallback needed
-            pinned = workload.pinned_instance(self.target.cloud)
+            pinned = (workload.block.instance_type if part.capacity == "block" and workload.block
+                      else workload.pinned_instance(self.target.cloud))
             rows = tuple(r for r in self.rows if r.name == pinned) if pinned else self.rows
             # What the spec pins (a capacity, an instance type) is never swapped for something else.
             choice = choose_instance(rows, gpu, ask, part.replicas, part.capacity, self.provisioner, self.prices,
@@ -354,12 +367,15 @@ class _TargetPlanner:
                        (schedule.canonical_days, schedule.canonical_hours, schedule.timezone) if schedule else None,
                        tuple(self.spec.label_of(workload, key) for key in self.spec.split_by),
                        disk, str(self.target.setting("pool_names") or ""),
+                       window=timebox.pool_tag(workload) if part.role != "fallback" else "",
                        spread=f"{workload.name}-{workload.availability.tag}" if workload.availability else "")
 
     @staticmethod
     def hours(workload: Workload, part: Part) -> float:
         if part.capacity == "reserved":
             return HOURS_PER_MONTH  # a reservation is billed whether or not it is used
+        if part.capacity == "block" and workload.block is not None:
+            return timebox.block_hours(workload.block)  # so is a block, for as long as it lasts
         if workload.schedule is not None:
             return workload.schedule.active_hours_per_week * HOURS_PER_MONTH / 168
         return workload.hours_per_month or HOURS_PER_MONTH
@@ -367,7 +383,8 @@ class _TargetPlanner:
     # -- per pool -----------------------------------------------------------------------------
     def one_type_per_pool(self, demands: dict[PoolKey, list[Demand]]) -> pool_types.Retyped:
         def fixed(key: PoolKey, found: list[Demand]) -> bool:
-            return key.fallback or any(d.workload.pinned_instance(self.target.cloud) for d in found)
+            return key.fallback or key.capacity == "block" or any(d.workload.pinned_instance(self.target.cloud)
+                                                                  for d in found)
 
         def cost_of(assignment: dict[PoolKey, list[Demand]]) -> float | None:
             """What the pools of `assignment` cost a month, as `build_pools` would build them."""
@@ -402,6 +419,26 @@ class _TargetPlanner:
             if pool is not None:
                 pools.append(pool)
         return pools
+
+    def timeboxed(self, pools: list[Pool]) -> list[Pool]:
+        """Block and flex pools priced and sized by their window (`gpustack.plan.timebox`)."""
+        out = []
+        for pool in pools:
+            pool, problems = timebox.priced(pool, self.spec, self.cloud, self.provisioner, self.prices)
+            for workload, key, message in problems:
+                self.problem(workload, "", message, path=("workloads", workload.index, "block", key))
+            if pool.block is not None and pool.block.offering_id is not None:
+                self.warn("capacity-block-purchase", f"pool {pool.name!r}: `pulumi up` buys the capacity block offering "
+                                                     f"{pool.block.offering_id} (${pool.block.upfront_usd:,.2f} up front); "
+                                                     "`pulumi destroy` does not refund it (the reservation cannot be "
+                                                     "deleted, only dropped from the state), so gpustack declares it "
+                                                     "protected", pool=pool.name)
+            if pool.flex is not None and self.prices.pricing.flex_discount is None:
+                self.warn("flex-discount-assumed", f"pool {pool.name!r} is estimated at flex-start's published upper "
+                                                   f"bound ({pool.flex.discount_basis}; {pool.flex.source}): declare "
+                                                   "your price with pricing.flex_discount", pool=pool.name)
+            out.append(pool)
+        return out
 
     def pool_units(self, demands: dict[PoolKey, list[Demand]]) -> list[tuple[PoolKey, PoolKey | None]]:
         """What is packed as one: each pool's key, with the burst key for a reserved serving floor."""
@@ -486,6 +523,8 @@ class _TargetPlanner:
 
     def placed(self, pool: Pool, zones: tuple[str, ...]) -> Pool:
         """The pool with the zones that offer its GPU, and its reserved floor spread over them."""
+        if pool.block is not None:
+            return pool  # a block lives in its one zone
         setting = self.cloud.zone_setting
         here = zones
         if zones:

@@ -50,7 +50,9 @@ PLAN_NAMES = NameRule(63, r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", "-",
 # the node, honor the current value", addGPUStateLabels in NVIDIA/gpu-operator
 # controllers/state_manager.go, commit 04751ec7).
 FRACTIONAL_NODE_LABELS = {"gpu": "on", "nvidia.com/gpu.deploy.device-plugin": "false"}
-_CAPACITY_TAGS = {"spot": "spot", "on-demand": "ondemand", "reserved": "reserved"}
+_CAPACITY_TAGS = {"spot": "spot", "on-demand": "ondemand", "reserved": "reserved", "block": "block", "flex": "flex"}
+# The capacity's letter in short names ("f" is the fallback's).
+_CAPACITY_LETTERS = {"flex": "x"}
 _KIND_TAGS = {"training": "train", "fine-tuning": "tune", "inference": "infer", "notebook": "notebook"}
 _TERSE_KINDS = {"training": "tr", "fine-tuning": "ft", "inference": "in", "notebook": "nb"}
 
@@ -73,6 +75,8 @@ class PoolKey:
     # A workload's `availability`: its pools hold it alone, spread ('<workload>-z2n1'); '' for every other
     # pool, so giving one workload availability renames no pool of another.
     spread: str = ""
+    # The capacity block or flex-start setting of the pool's workloads (`gpustack.plan.timebox.pool_tag`).
+    window: str = ""
 
     def readable(self) -> str:
         parts = [_KIND_TAGS[self.kind], self.gpu, "" if self.sharing == "whole" else self.sharing,
@@ -80,6 +84,8 @@ class PoolKey:
         if self.schedule:
             parts.append(schedule_tag(self.schedule))
         parts.extend(value or "none" for value in self.split)
+        if self.window and not self.fallback:
+            parts.append(self.window)
         if self.disk is not None:
             parts.append(f"disk{self.disk}")
         if self.spread:
@@ -92,13 +98,13 @@ class PoolKey:
 
     def compact(self) -> str:
         """A few letters for clouds with very short pool names: kind, capacity, GPU."""
-        capacity = "f" if self.fallback else self.capacity[0]
+        capacity = "f" if self.fallback else _CAPACITY_LETTERS.get(self.capacity, self.capacity[0])
         return f"{self.kind[0]}{capacity}{slug(self.gpu).replace('-', '')}"
 
     def terse(self) -> tuple[str, ...]:
         """The pool's meaning in the fewest letters, most telling first: kind, capacity, GPU model, and the
         MIG profile's size or the clients per GPU (for 12-character names)."""
-        capacity = "f" if self.fallback else self.capacity[0]
+        capacity = "f" if self.fallback else _CAPACITY_LETTERS.get(self.capacity, self.capacity[0])
         gpu = slug(self.gpu).replace("-", "").replace("80gb", "").replace("40gb", "").replace("nvl", "n")
         sharing = ""
         if self.sharing.startswith("mig-"):

@@ -23,11 +23,12 @@ from gpustack.spec.autostop import read_autostop
 from gpustack.spec.alternatives import read_alternatives
 from gpustack.spec.availability import read_availability
 from gpustack.spec.model import (
-    CAPACITIES, COMMITMENT_TERMS, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
+    CAPACITIES, COMMITMENT_TERMS, TIMEBOXED_CAPACITIES, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
     TYPE_CHANGE_SAVING, Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec,
     Target, Workload,
 )
 from gpustack.spec.reader import BAD, Reader, type_name
+from gpustack.spec.timebox import check_timebox
 from gpustack.spec.yamlsource import MAX_FILE_BYTES, Document, Path, parse
 
 MAX_WORKLOADS = 20_000
@@ -58,7 +59,7 @@ WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
                      "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop",
-                     "availability", "container")
+                     "availability", "container", "block", "flex")
 SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 # Namespaces a workload may not live in: the cluster's own (Kubernetes reserves the `kube-` prefix,
 # https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces)
@@ -220,7 +221,7 @@ class _SpecReader(Reader):
     # -- pricing ------------------------------------------------------------------------------
     def pricing(self, path: Path, value: Any) -> Pricing | Any:
         value = self.mapping(path, value, optional=("commitment_discount", "spot_discount", "instances",
-                                                    "commitments"))
+                                                    "commitments", "flex_discount"))
         if value is BAD:
             return BAD
         commitments = self.commitments(path + ("commitments",), value["commitments"]) \
@@ -232,6 +233,8 @@ class _SpecReader(Reader):
         if "spot_discount" in value:
             spot = self.number(path + ("spot_discount",), value["spot_discount"], minimum=0, maximum=1,
                                exclusive_maximum=True)
+        flex = (self.number(path + ("flex_discount",), value["flex_discount"], minimum=0, maximum=1,
+                            exclusive_maximum=True) if "flex_discount" in value else None)
         instances: list[tuple[str, InstancePrice]] = []
         raw = value.get("instances", {})
         if not isinstance(raw, dict):
@@ -263,7 +266,7 @@ class _SpecReader(Reader):
                                                    "spot capacity is sold below the on-demand price")
                 instances.append((name, InstancePrice(on_demand, spot_price)))
         return Pricing(commitment, spot, tuple(sorted(instances, key=lambda item: item[0])),
-                       commitments if commitments is not BAD else ())
+                       commitments if commitments is not BAD else (), None if flex is BAD else flex)
 
     def commitments(self, path: Path, value: Any) -> tuple[tuple[str, Commitment], ...] | Any:
         """cloud -> {instrument, term, discount | prices, scope}: the commitments held or to be bought."""
@@ -403,7 +406,9 @@ class _SpecReader(Reader):
         if "requests_per_hour" in value and kind and kind != "inference":
             self.problem(field["requests_per_hour"], f"requests_per_hour is for inference, not {kind}")
         labels = self.labels(field["labels"], value.get("labels", {}))
-        capacity = self.choice(field["capacity"], value["capacity"], CAPACITIES) if "capacity" in value else None
+        capacity = (self.choice(field["capacity"], value["capacity"], CAPACITIES + TIMEBOXED_CAPACITIES)
+                    if "capacity" in value else None)
+        block, flex = check_timebox(self, field, value, kind, capacity, checkpointing is True)
         if capacity == "reserved" and schedule:
             self.problem(field["capacity"], "a reserved pool runs, and is billed, around the clock: it cannot follow a "
                                             "schedule; remove the schedule or the capacity")
@@ -444,6 +449,7 @@ class _SpecReader(Reader):
             namespace=namespace, index=index, instance_types=pins, spot_alternatives=alternatives,
             burst_share=burst_share,
             disk_gib=disk, idle=idle, autostop=autostop, availability=availability, container=container,
+            block=block, flex=flex,
         )
 
     def instance_pins(self, path: Path, value: Any, kind: Any = None) -> Any:

@@ -23,11 +23,14 @@ HOURS_PER_MONTH = 730.0
 DEFAULT_BURST_SHARE = 0.5
 
 Kind = Literal["training", "fine-tuning", "inference", "notebook"]
-Capacity = Literal["spot", "on-demand", "reserved"]
+Capacity = Literal["spot", "on-demand", "reserved", "block", "flex"]
 SharingMode = Literal["none", "time-slicing", "mps", "mig", "fractional"]
 
 KINDS: tuple[Kind, ...] = ("training", "fine-tuning", "inference", "notebook")
 CAPACITIES: tuple[Capacity, ...] = ("spot", "on-demand", "reserved")
+# Capacity bought for a fixed window (docs/capacity.md): an EC2 Capacity Block (`block`), GKE flex-start
+# VMs (`flex`); for training and fine-tuning only, and only where the cloud sells it.
+TIMEBOXED_CAPACITIES: tuple[Capacity, ...] = ("block", "flex")
 # fractional: enforced fractions (HAMi), only when a workload asks for it (docs/sharing.md).
 # The default of `pools.type_change_saving`: a move drains and recreates the pool's nodes, worth it
 # for a tenth of its bill, not for the few percent that a replica more or less shifts.
@@ -124,6 +127,46 @@ class Availability:
 
 
 @dataclasses.dataclass(frozen=True)
+class CapacityBlock:
+    """`block:` of a workload with `capacity: block`: a capacity block bought for a fixed window
+    (gpustack/spec/timebox.py reads it; docs/capacity.md)."""
+
+    zone: str  # the one availability zone of the block
+    instance_type: str
+    instances: int
+    start: str  # ISO 8601 UTC, as written: "2026-12-07T11:30:00Z"
+    days: int
+    reservation_id: str | None  # cr-...: the block held; None when the spec buys it (`offering_id`)
+    offering_id: str | None  # cb-...: buy this offering (aws.ec2.CapacityBlockReservation); never refunded
+    upfront_usd: float | None  # the offering's upfrontFee, the whole block, paid up front
+    usd_per_instance_hour: float | None  # or: a declared price per instance-hour
+
+    @property
+    def hours(self) -> int:
+        return self.days * 24
+
+    @property
+    def upfront(self) -> float:
+        """What the block costs, paid once: its upfront fee, or the declared hourly price for its hours."""
+        if self.upfront_usd is not None:
+            return self.upfront_usd
+        assert self.usd_per_instance_hour is not None
+        return self.usd_per_instance_hour * self.instances * self.hours
+
+    @property
+    def identity(self) -> str:
+        return self.reservation_id or self.offering_id or ""
+
+
+@dataclasses.dataclass(frozen=True)
+class FlexStart:
+    """`flex:` of a workload with `capacity: flex`: flex-start VMs, optionally through queued provisioning."""
+
+    max_run_hours: int  # each node runs at most this long (the cloud's limit is 7 days)
+    queued: bool  # queued provisioning (ProvisioningRequest): all nodes at once, or none
+
+
+@dataclasses.dataclass(frozen=True)
 class Replicas:
     min: int
     max: int
@@ -162,11 +205,13 @@ class Workload:
     availability: Availability | None = None  # inference: zones and replicas per node (None: no spread asked)
     # cloud -> the instance types a spot pool may launch, the pin first (`instance_types` given as a list)
     spot_alternatives: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    container: str | None = None  # the GPU container of its object (None: its only container, else its name)
+    block: CapacityBlock | None = None  # capacity: block
+    flex: FlexStart | None = None  # capacity: flex
 
     def alternatives(self, cloud: str) -> tuple[str, ...]:
         """The instance types listed for `cloud`, the pin first; () when one type (or none) is given."""
         return dict(self.spot_alternatives).get(cloud, ())
-    container: str | None = None  # the GPU container of its object (None: its only container, else its name)
 
     def pinned_instance(self, cloud: str) -> str | None:
         return dict(self.instance_types).get(cloud)
@@ -224,6 +269,7 @@ class Pricing:
     spot_discount: float | None
     instances: tuple[tuple[str, InstancePrice], ...]
     commitments: tuple[tuple[str, Commitment], ...] = ()  # cloud -> the commitment declared for it
+    flex_discount: float | None = None  # declared: flex-start's fraction off on-demand (None: the catalog's)
 
     def instance(self, name: str) -> InstancePrice | None:
         return dict(self.instances).get(name)

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_aws as aws
 
 from gpustack.backends.base import POOL_ID, DeployContext, GpuNodePool, checked
-from gpustack.clouds.aws.managed import CapacityReservation, EksNodeGroup
+from gpustack.clouds.aws.managed import CapacityBlockLaunch, CapacityReservation, EksNodeGroup
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
 # The three managed policies every EKS worker node role carries
@@ -143,17 +143,29 @@ def _one_group(target: TargetPlan, pool: Pool, compiled: EksNodeGroup, subnet_id
     tags = pool.attribution
     outputs: dict[str, Any] = {}
     reservation_spec = None
-    if compiled.reservation:
+    market = None
+    subnets: pulumi.Input[list[str]] = subnet_ids
+    if compiled.block:
+        # A block is zonal: the group launches in the target's subnets of the block's zone only, into the
+        # block, with desired size 0 until the autoscaler grows it (EKS updates such a group only at 0).
+        subnets = block_subnets(subnet_ids, compiled.block.zone, context)
+        block_id = compiled.block.reservation_id or declare_block(pool, compiled.block, tags, opts).id
+        reservation_spec = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+            capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                capacity_reservation_id=block_id))
+        market = aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type=compiled.block.market_type)
+        outputs["capacity_reservation_id"] = block_id
+    elif compiled.reservation:
         # A reservation is zonal: the floor lives in the zone of the first subnet, and so does its
         # node group, which launches through a template that targets the reservation.
-        subnet_ids = subnet_ids[:1]
+        subnets = subnet_ids = subnet_ids[:1]
         reservation = declare_reservation(pool, compiled.reservation, subnet_ids[0], tags, opts, context,
                                           suffix, count)
         reservation_spec = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
             capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
                 capacity_reservation_id=reservation.id))
         outputs["capacity_reservation_id"] = reservation.id
-    template = _launch_template(pool, compiled, reservation_spec, opts, suffix)
+    template = _launch_template(pool, compiled, reservation_spec, opts, suffix, market)
     # The instance type stays on the node group: EKS fails when both name one.
     launch_template = aws.eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str))
     size = aws.eks.NodeGroupScalingConfigArgs(min_size=pool.min_nodes, max_size=pool.max_nodes,
@@ -164,7 +176,7 @@ def _one_group(target: TargetPlan, pool: Pool, compiled: EksNodeGroup, subnet_id
         cluster_name=context.cluster_of(target),
         node_group_name=pool.cloud_name if not suffix else f"{pool.cloud_name[:60]}{suffix}",
         node_role_arn=role_arn,
-        subnet_ids=subnet_ids,
+        subnet_ids=subnets,
         capacity_type=compiled.capacity_type,
         ami_type=compiled.ami_type,
         # A spot pool over alternatives takes them all (CreateNodegroup instanceTypes, at most 20).
@@ -196,9 +208,30 @@ def _one_group(target: TargetPlan, pool: Pool, compiled: EksNodeGroup, subnet_id
     return outputs
 
 
+def block_subnets(subnet_ids: list[str], zone: str, context: DeployContext) -> pulumi.Output[list[str]]:
+    """The target's subnets in `zone`, sorted (the EC2 API returns them in no promised order)."""
+    found = aws.ec2.get_subnets_output(filters=[
+        aws.ec2.GetSubnetsFilterArgs(name="subnet-id", values=subnet_ids),
+        aws.ec2.GetSubnetsFilterArgs(name="availability-zone", values=[zone])], opts=context.invoke())
+    return found.ids.apply(sorted)
+
+
+def declare_block(pool: Pool, block: CapacityBlockLaunch, tags: dict[str, str],
+                  opts: pulumi.ResourceOptions) -> aws.ec2.CapacityBlockReservation:
+    """Buys the block's offering: only when the spec names one (block.offering_id). Paid up front and never
+    refunded: once created it cannot be deleted, and `pulumi destroy` only drops it from the state
+    (pulumi-aws 7.51.1, ec2/capacity_block_reservation.py)."""
+    assert block.offering_id is not None
+    return aws.ec2.CapacityBlockReservation(
+        f"{pool.name}-capacity-block", capacity_block_offering_id=block.offering_id,
+        instance_platform=block.instance_platform, tags={**tags, "gpustack.dev/pool": pool.cloud_name},
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=True)))
+
+
 def _launch_template(pool: Pool, compiled: EksNodeGroup,
                      reservation: aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs | None,
-                     opts: pulumi.ResourceOptions, suffix: str = "") -> aws.ec2.LaunchTemplate:
+                     opts: pulumi.ResourceOptions, suffix: str = "",
+                     market: aws.ec2.LaunchTemplateInstanceMarketOptionsArgs | None = None) -> aws.ec2.LaunchTemplate:
     """The pool's launch template: attribution tags on the instance, its volumes and its network
     interfaces; a root volume sized by the plan; local NVMe for the kubelet and containerd; and, for a
     reserved floor, the capacity reservation to launch into."""
@@ -216,6 +249,7 @@ def _launch_template(pool: Pool, compiled: EksNodeGroup,
                 encrypted="true"))],
         user_data=node_config_user_data(strategy) if strategy else None,
         capacity_reservation_specification=reservation,
+        instance_market_options=market,
         tags=tags,
         opts=opts)
 

@@ -4,7 +4,7 @@ the provisioner, `managed.py`)."""
 from __future__ import annotations
 
 from gpustack.clouds import CLOUDS
-from gpustack.clouds.base import Cloud, ExampleTarget, FloorUpgradeRule, NameRule, PreviewLogin, Setting
+from gpustack.clouds.base import BlockTerms, Cloud, ExampleTarget, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 from gpustack.clouds.kubelet import CPU_TIERS, KubeletReservation
 
 _NODEGROUP_API = "https://docs.aws.amazon.com/eks/latest/APIReference/API_Nodegroup.html"
@@ -15,7 +15,15 @@ _CAPACITY_RESERVATION_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIRefere
 # Nodegroup capacityType (_NODEGROUP_API). A reserved floor is on-demand capacity backed by a
 # targeted capacity reservation; CAPACITY_BLOCK is for EC2 Capacity Blocks, which gpustack does not buy.
 CAPACITY_TYPES = frozenset({"ON_DEMAND", "SPOT", "CAPACITY_BLOCK"})
-_CAPACITY_TYPE = {"spot": "SPOT", "on-demand": "ON_DEMAND", "reserved": "ON_DEMAND"}
+_CAPACITY_TYPE = {"spot": "SPOT", "on-demand": "ON_DEMAND", "reserved": "ON_DEMAND", "block": "CAPACITY_BLOCK"}
+# A capacity block's node group: capacityType CAPACITY_BLOCK, a launch template whose
+# InstanceMarketOptions.MarketType is capacity-block and whose capacity reservation target is the
+# block, subnets of the block's zone only, and desired size 0 when the group is updated
+# (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html). The market types the
+# launch template takes (pulumi-aws 7.51.1, LaunchTemplateInstanceMarketOptionsArgs.market_type).
+BLOCK_MARKET_TYPE = "capacity-block"
+MARKET_TYPES = frozenset({"spot", "capacity-block", "interruptible-capacity-reservation"})
+BLOCK_SOURCE = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
 
 # Nodegroup amiType, all values of the AMITypes enum (_NODEGROUP_API).
 AMI_TYPES = frozenset({
@@ -139,6 +147,21 @@ class EKS(Cloud):
     display_name = "EKS"
     provisioners = ("managed", "karpenter")
     kubelet_reservation = KUBELET_RESERVATION
+    # Durations are sold "in 1-day increments up to 14 days, and in 7-day increments up to 182 days"; "each
+    # Capacity Block can have up to 64 instances, and you can have up to 256 instances across Capacity
+    # Blocks" (capacity-blocks-purchase). Instances running in a block are terminated 30 minutes before its
+    # end (60 for UltraServers) (capacity-blocks-using). Ids: a block's reservation cr-<hex>, its offering
+    # cb-<hex> (the EC2NodeClass CRD takes ^cr-[0-9a-z]+$ in capacityReservationSelectorTerms[].id).
+    block_terms = BlockTerms(
+        seller="EC2", days=tuple(range(1, 15)) + tuple(range(21, 183, 7)),
+        days_rule="1 to 14 days in steps of 1, then 21 to 182 in steps of 7", max_instances=64,
+        reservation_id=r"cr-[0-9a-f]{8,17}", offering_id=r"cb-[0-9a-f]{8,17}", reclaim_minutes=30,
+        reclaim_source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html",
+        source="https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html")
+    unsupported = {
+        Feature.FLEX_START: "EC2 sells no flex-start capacity; its GPUs for a fixed window are Capacity Blocks for ML "
+                            "(capacity: block, https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-capacity-blocks.html)",
+    }
     # The generated preview job assumes a read-only IAM role by OIDC (its trust policy names the
     # repository's preview environment as the token's subject).
     preview_login = PreviewLogin(

@@ -58,6 +58,17 @@ NODECLASS_GROUP = "karpenter.k8s.aws"
 # karpenter.sh/capacity-type values; a reserved floor launches only into its capacity reservation
 # (ODCR_DOC: "reserved" needs feature gate ReservedCapacity, beta and on by default since v1.6).
 CAPACITY_TYPES = frozenset({"spot", "on-demand", "reserved"})
+# A capacity block is reserved capacity of type capacity-block (Capacity Blocks since v1.6): the NodePool
+# requires karpenter.k8s.aws/capacity-reservation-type capacity-block, and its EC2NodeClass selects the
+# block by id (or, for a block the program buys, by its gpustack.dev/pool tag) in
+# capacityReservationSelectorTerms (ODCR_DOC). Karpenter drains a block's nodes 10 minutes before EC2
+# reclaims them, 30 minutes before the block ends (ODCR_DOC, "Capacity Blocks").
+RESERVATION_TYPE = f"{NODECLASS_GROUP}/capacity-reservation-type"
+BLOCK_RESERVATION_TYPE = "capacity-block"
+BLOCK_DRAIN = (10, ODCR_DOC)
+# The feature gate reserved capacity needs (beta, on by default since v1.6; settings.md of the release).
+RESERVED_CAPACITY_GATE = "ReservedCapacity"
+SETTINGS_DOC = f"{_REPO}/website/content/en/docs/reference/settings.md"
 
 # The EKS-optimized AL2023 AMIs by alias: Karpenter picks the NVIDIA variant for GPU instance types
 # (pkg/providers/amifamily/al2023.go, DescribeImageQuery: variants standard, nvidia, neuron). `latest`
@@ -102,11 +113,16 @@ class EC2KarpenterPool(KarpenterPool):
     tags: tuple[tuple[str, str], ...]
     reservation_tags: tuple[tuple[str, str], ...]  # () unless a reserved floor
     reservation: CapacityReservation | None  # the floor's, declared beside the objects (None: no floor)
+    block_reservation_id: str | None = None  # a capacity block held, selected by id
+    block_offering_id: str | None = None  # a capacity block the program buys, selected by its tag
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out.update(tags=dict(self.tags), security_group_tags=dict(self.security_group_tags),
                    reservation_tags=dict(self.reservation_tags))
+        for key in ("block_reservation_id", "block_offering_id"):
+            if out[key] is None:
+                del out[key]
         return out
 
 
@@ -146,6 +162,8 @@ class Karpenter(KarpenterProvisioner):
     # Karpenter has no timetable: the auto-stop CronJobs scale the workloads to zero, and the emptied
     # nodes go once the NodePool's consolidateAfter has passed (DISRUPTION_DOC, "Consolidation").
     unsupported = {Feature.NATIVE_SCHEDULE: core.schedule_gap(DISRUPTION_DOC)}
+    capacity_types = {"spot": "spot", "on-demand": "on-demand", "reserved": "reserved", "block": "reserved"}
+    block_drain = BLOCK_DRAIN
     fallback_mechanism = core.weight_fallback(SCHEDULING_DOC, "run Karpenter (the NodePools' weights do the ranking)")
     drifting_changes = {**core.drift_changes(DISRUPTION_DOC), "settings.subnet_ids": (
         f"the EC2NodeClass's subnetSelectorTerms change: its nodes drift ({DISRUPTION_DOC}, Drift)")}
@@ -172,9 +190,17 @@ class Karpenter(KarpenterProvisioner):
             root_volume_type=facts.ROOT_VOLUME_TYPE,
             instance_store_policy="RAID0" if facts.local_storage_strategy(pool.instance_type) else None,
             tags=tuple(sorted(pool.attribution.items())),
-            reservation_tags=((RESERVATION_TAG, pool.cloud_name),) if pool.reserved_nodes else (),
+            reservation_tags=((RESERVATION_TAG, pool.cloud_name),) if pool.reserved_nodes
+            or (pool.block is not None and pool.block.reservation_id is None) else (),
             reservation=floor_reservation(pool),
+            block_reservation_id=pool.block.reservation_id if pool.block else None,
+            block_offering_id=pool.block.offering_id if pool.block else None,
         )
+
+    def capacity_requirements(self, pool: Pool) -> list[core.Requirement]:
+        if pool.block is None:
+            return []
+        return [core.Requirement(RESERVATION_TYPE, "In", (BLOCK_RESERVATION_TYPE,))]
 
     def check_node_class(self, pool: Pool) -> list[str]:
         compiled = pool.compiled
@@ -200,7 +226,9 @@ class Karpenter(KarpenterProvisioner):
         }
         if c.instance_store_policy:
             spec["instanceStorePolicy"] = c.instance_store_policy
-        if c.reservation_tags:
+        if c.block_reservation_id:
+            spec["capacityReservationSelectorTerms"] = [{"id": c.block_reservation_id}]
+        elif c.reservation_tags:
             spec["capacityReservationSelectorTerms"] = [{"tags": dict(c.reservation_tags)}]
         if c.tags:
             spec["tags"] = dict(c.tags)
@@ -209,6 +237,13 @@ class Karpenter(KarpenterProvisioner):
     def pool_notes(self, pool: Pool) -> tuple[str, ...]:
         """What the NodePool of `pool` does that a person reading the plan must know."""
         found = list(super().pool_notes(pool))
+        if pool.block is not None:
+            which = (f"the block {pool.block.reservation_id} by id" if pool.block.reservation_id else
+                     f"the block the Pulumi program buys by its tag {RESERVATION_TAG}={pool.cloud_name}")
+            found.append(f"Launches only into capacity blocks: {CAPACITY_TYPE} reserved and {RESERVATION_TYPE} "
+                         f"{BLOCK_RESERVATION_TYPE}, the EC2NodeClass selecting {which} ({ODCR_DOC}); Karpenter needs "
+                         f"the {RESERVED_CAPACITY_GATE} feature gate (beta, on by default since v1.6: {SETTINGS_DOC}) and "
+                         "ec2:DescribeCapacityReservations.")
         if pool.reserved_nodes:
             found.append(f"Launches only into the capacity reservation tagged {RESERVATION_TAG}={pool.cloud_name} "
                          f"(the Pulumi program declares it; with `gpustack render`, tag yours so): Karpenter uses "

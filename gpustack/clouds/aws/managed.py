@@ -49,6 +49,24 @@ def floor_reservation(pool: Pool) -> CapacityReservation | None:
 
 
 @dataclasses.dataclass(frozen=True)
+class CapacityBlockLaunch:
+    """How a block pool's node group launches into its capacity block (facts.BLOCK_SOURCE)."""
+
+    market_type: str  # InstanceMarketOptions.MarketType
+    reservation_id: str | None  # the block held; None: the block the program buys (offering_id)
+    offering_id: str | None  # aws.ec2.CapacityBlockReservation, only when the spec asks for it
+    instance_platform: str
+    zone: str  # the node group's subnets are the target's subnets in this zone
+
+
+def block_launch(pool: Pool) -> CapacityBlockLaunch | None:
+    if pool.block is None:
+        return None
+    return CapacityBlockLaunch(facts.BLOCK_MARKET_TYPE, pool.block.reservation_id, pool.block.offering_id,
+                               facts.RESERVATION_INSTANCE_PLATFORM, pool.block.zone)
+
+
+@dataclasses.dataclass(frozen=True)
 class ScheduledAction:
     """An Auto Scaling scheduled action on the node group's group: `recurrence` in `time_zone`."""
 
@@ -77,10 +95,13 @@ class EksNodeGroup(CompiledPool):
     # autoscaler what one node offers while the group is at zero.
     labels: tuple[tuple[str, str], ...]
     template_tags: tuple[tuple[str, str], ...]
+    block: CapacityBlockLaunch | None = None  # capacity: block
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out.update(labels=dict(self.labels), template_tags=dict(self.template_tags))
+        if self.block is None:
+            del out["block"]
         return out
 
 
@@ -146,7 +167,15 @@ class ManagedNodeGroups(Provisioner):
             local_storage_strategy=facts.local_storage_strategy(pool.instance_type),
             labels=tuple(sorted(node_labels(pool).items())),
             template_tags=tuple(sorted(node_template_tags(pool).items())),
+            block=block_launch(pool),
         )
+
+    def pool_notes(self, pool: Pool) -> tuple[str, ...]:
+        if pool.block is None:
+            return ()
+        return (f"A capacity block's node group (capacityType CAPACITY_BLOCK, its launch template's market type "
+                f"capacity-block) launches in the block's zone {pool.block.zone} only; EKS updates it (a new AMI "
+                f"or Kubernetes version) only at desired size 0, so scale it to 0 first ({facts.BLOCK_SOURCE}).",)
 
     def check_pool(self, pool: Pool) -> list[str]:
         assert isinstance(pool.compiled, EksNodeGroup)
@@ -210,6 +239,11 @@ def compiled_enums(pool: Pool) -> list[EnumValue]:
     if compiled.local_storage_strategy is not None:
         values.append(EnumValue("NodeConfig localStorage.strategy", "", compiled.local_storage_strategy,
                                 facts.LOCAL_STORAGE_STRATEGIES))
+    if compiled.block:
+        values += [EnumValue("instance_market_options.market_type", "a capacity block", compiled.block.market_type,
+                             facts.MARKET_TYPES),
+                   EnumValue("instance_platform", "a capacity block", compiled.block.instance_platform,
+                             facts.INSTANCE_PLATFORMS)]
     if compiled.reservation:
         r = compiled.reservation
         values += [

@@ -197,6 +197,7 @@ class AKS(Cloud):
     unsupported = {
         Feature.MIG_MIXED_LAYOUTS: "AKS creates one MIG profile per agent pool (gpuInstanceProfile); "
                                    "mixed profiles exist only in a preview API",
+        **dict.fromkeys((Feature.CAPACITY_BLOCK, Feature.FLEX_START), "Azure sells no GPU capacity for a fixed window; it offers open-ended on-demand capacity " "reservations (capacity reservation groups: capacity: reserved) and spot VMs " "(https://learn.microsoft.com/azure/virtual-machines/capacity-reservation-overview)"),
     }
     # osDiskSizeGB: at most 2048 (AGENT_POOL_API); 30 GiB is the smallest Linux node image disk.
     disk_gib_range = (30, 2048, AGENT_POOL_API)

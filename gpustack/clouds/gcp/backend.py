@@ -52,6 +52,9 @@ def _node_pool(target: TargetPlan, pool: Pool, cluster: pulumi.Input[str],
             consume_reservation_type=compiled.reservation.consume_reservation_type, key=compiled.reservation.key,
             values=[name])
         outputs["reservation_name"] = name
+    elif compiled.consume_reservation_type is not None:
+        reservation_affinity = gcp.container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type=compiled.consume_reservation_type)
     node_pool = gcp.container.NodePool(
         f"{pool.name}-node-pool",
         name=pool.cloud_name,
@@ -72,7 +75,13 @@ def _node_pool(target: TargetPlan, pool: Pool, cluster: pulumi.Input[str],
             taints=[gcp.container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=checked(t.effect))
                     for t in compiled.taints],
             guest_accelerators=[_accelerator(pool, compiled)],
-            reservation_affinity=reservation_affinity),
+            reservation_affinity=reservation_affinity,
+            flex_start=True if compiled.flex_start else None,
+            max_run_duration=compiled.max_run_duration),
+        management=gcp.container.NodePoolManagementArgs(auto_repair=compiled.auto_repair)
+        if compiled.auto_repair is not None else None,
+        queued_provisioning=gcp.container.NodePoolQueuedProvisioningArgs(enabled=True)
+        if compiled.queued_provisioning else None,
         # A floor's nodes are recreated one at a time inside its reservation, never surged beyond it.
         upgrade_settings=gcp.container.NodePoolUpgradeSettingsArgs(**dict(pool.upgrade.settings))
         if pool.upgrade else None,

@@ -91,6 +91,10 @@ class Priority:
     boot_disk_gb: int
     node_labels: tuple[tuple[str, str], ...]  # the pool's labels, on the nodes GKE creates for it
     taints: tuple[tuple[str, str, str], ...]  # (key, value, effect): the pool's, except those GKE adds itself
+    # capacity: flex: priorities[].flexStart.enabled and maxRunDurationSeconds (REFERENCE; never with spot,
+    # a CEL rule of the CRD).
+    flex_start: bool = False
+    max_run_seconds: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +108,9 @@ class ClassPool(CompiledPool):
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["priority"]["node_labels"] = dict(self.priority.node_labels)
+        if not self.priority.flex_start:
+            for key in ("flex_start", "max_run_seconds"):
+                del out["priority"][key]
         return out
 
 
@@ -189,7 +196,8 @@ class ComputeClasses(Provisioner):
                 boot_disk_gb=pool.disk_gib,
                 node_labels=tuple((k, v) for k, v in pool.labels if not k.startswith(GKE_LABEL_DOMAIN)),
                 taints=tuple((t.key, t.value, t.effect) for t in pool.taints
-                             if t.key not in GKE_TAINTS and not t.key.startswith(GKE_LABEL_DOMAIN))),
+                             if t.key not in GKE_TAINTS and not t.key.startswith(GKE_LABEL_DOMAIN)),
+                flex_start=pool.flex is not None, max_run_seconds=pool.flex.max_run_seconds if pool.flex else None),
             zones=tuple(pool.zones),
             consolidation_minutes=consolidation_minutes(pool),
             reservation_affinity=RESERVATION_AFFINITY if reservation else None,
@@ -235,6 +243,11 @@ class ComputeClasses(Provisioner):
             "reservation; with `gpustack render`, create it so).": c.priority.reservation is not None,
             f"GPU sharing in a ComputeClass (gpu.gpuSharing) needs GKE {GPU_SHARING_VERSION} or later ({REFERENCE}); "
             "earlier versions refuse the class.": pool.sharing.mode != "none",
+            f"A flex-start priority (flexStart.enabled, maxRunDurationSeconds {c.priority.max_run_seconds}): GKE "
+            "creates flex-start nodes for it, each removed after its run duration "
+            f"({REFERENCE}).": c.priority.flex_start,
+            "Queued provisioning under a ComputeClass comes from ProvisioningRequests (the queue's admission "
+            "check), not from the class.": bool(pool.flex and pool.flex.queued),
         }
         return tuple(note for note, applies in notes.items() if applies)
 
@@ -263,6 +276,9 @@ def _priority(p: Priority) -> dict[str, Any]:
                            "storage": {"bootDiskSize": p.boot_disk_gb}, "nodeLabels": dict(p.node_labels)}
     if p.taints:
         out["taints"] = [{"key": k, "value": v, "effect": e} for k, v, e in p.taints]
+    if p.flex_start:
+        out["flexStart"] = {"enabled": True}
+        out["maxRunDurationSeconds"] = p.max_run_seconds
     if p.reservation:
         specific: dict[str, Any] = {"name": p.reservation}
         if p.reservation_project:

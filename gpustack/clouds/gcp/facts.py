@@ -86,6 +86,16 @@ SPOT_LOCATION_POLICY = "ANY"
 # a reserved floor consumes its own reservation, named under this key.
 RESERVATION_AFFINITY_TYPES = frozenset({"UNSPECIFIED", "NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"})
 RESERVATION_AFFINITY = "SPECIFIC_RESERVATION"
+# Flex-start node pools (node_config.flex_start, max_run_duration "<seconds>s"), and for queued provisioning
+# queued_provisioning.enabled: GKE requires autoscaling with location policy ANY, reservation affinity none
+# and no auto-repair (https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training;
+# https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest), GKE 1.32.2-gke.1652000 or
+# later for flex-start GPUs (https://cloud.google.com/kubernetes-engine/docs/concepts/dws).
+FLEX_LOCATION_POLICY = "ANY"
+FLEX_RESERVATION_AFFINITY = "NO_RESERVATION"
+FLEX_SOURCE = "https://cloud.google.com/kubernetes-engine/docs/how-to/dws-flex-start-training"
+QUEUED_SOURCE = "https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest"
+FLEX_VERSION = "1.32.2-gke.1652000"
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 # Compute Engine resource names: RFC 1035 labels of at most 63 characters (docstring of
 # gcp.compute.Reservation.name, pulumi-gcp 10.2.0).
@@ -208,12 +218,24 @@ class GKE(Cloud):
     # digit, at most 40 (GKE API error text quoted in https://github.com/pulumi/pulumi-gcp/issues/1510).
     pool_names = NameRule(40, r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?", "-",
                           "https://github.com/pulumi/pulumi-gcp/issues/1510")
+    # GKE's Dynamic Workload Scheduler page publishes flex-start's discount only as an upper bound: "up to
+    # 53%" off on-demand. The estimate uses it unless the spec declares the SKU's (pricing.flex_discount),
+    # and the plan says which it used.
+    flex_discount = (0.53, "up to 53% off on-demand, GKE's published upper bound",
+                     "https://cloud.google.com/kubernetes-engine/docs/concepts/dws", "2026-12-02")
+    # Flex-start VMs "keep running for a maximum of seven days".
+    flex_max_run_hours = (7 * 24, "https://cloud.google.com/compute/docs/instances/about-flex-start-vms")
     unsupported = {
         Feature.MIG_MIXED_LAYOUTS: "GKE partitions every GPU of a node pool with one gpu_partition_size",
         # HAMi replaces the NVIDIA device plugin on its nodes; on GKE that plugin is GKE's own, which
         # gpustack keeps (no GPU Operator), so a second plugin would advertise the same GPUs.
         Feature.FRACTIONAL_SHARING: "GKE runs its own NVIDIA device plugin on GPU nodes, which HAMi's would "
                                     "duplicate",
+        # Compute Engine's closest are future reservations in calendar mode, bought outside gpustack.
+        Feature.CAPACITY_BLOCK: "GKE node pools take no capacity block; GPUs for a bounded run on GKE are flex-start "
+                                "VMs (capacity: flex, up to 7 days); calendar-mode future reservations are bought "
+                                "in Compute Engine, which gpustack does not do "
+                                "(https://cloud.google.com/compute/docs/instances/about-flex-start-vms)",
     }
     # GKE's own label keys (the ComputeClass label below) are not attribution labels.
     own_label_prefixes = ("cloud.google.com/",)

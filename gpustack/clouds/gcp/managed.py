@@ -51,10 +51,21 @@ class GkeNodePool(CompiledPool):
     taints: tuple[NodeTaint, ...]
     resource_labels: tuple[tuple[str, str], ...]  # Compute Engine labels on the VMs
     reservation: Reservation | None
+    # capacity: flex (facts.FLEX_SOURCE): flex-start VMs, each removed after max_run_duration; queued
+    # provisioning for `flex.queued`; auto-repair off, reservation affinity none.
+    flex_start: bool = False
+    max_run_duration: str | None = None
+    queued_provisioning: bool = False
+    auto_repair: bool | None = None  # None: GKE's default
+    consume_reservation_type: str | None = None  # NO_RESERVATION on flex pools
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
         out["resource_labels"] = dict(self.resource_labels)
+        if not self.flex_start:
+            for key in ("flex_start", "max_run_duration", "queued_provisioning", "auto_repair",
+                        "consume_reservation_type"):
+                del out[key]
         return out
 
 
@@ -101,11 +112,26 @@ class NodePools(Provisioner):
             gpu_sharing_strategy=facts.sharing_strategy(mode) if shared else None,
             max_shared_clients_per_gpu=pool.sharing.replicas if shared else None,
             spot=pool.capacity == "spot",
-            location_policy=facts.SPOT_LOCATION_POLICY if pool.capacity == "spot" else None,
+            location_policy=(facts.SPOT_LOCATION_POLICY if pool.capacity == "spot" else
+                             facts.FLEX_LOCATION_POLICY if pool.flex else None),
             taints=tuple(NodeTaint(t.key, t.value, facts.taint_effect(t.effect)) for t in pool.taints),
             resource_labels=tuple(sorted(pool.attribution.items())),
             reservation=reservation,
+            flex_start=pool.flex is not None,
+            max_run_duration=f"{pool.flex.max_run_seconds}s" if pool.flex else None,
+            queued_provisioning=bool(pool.flex and pool.flex.queued),
+            auto_repair=False if pool.flex else None,
+            consume_reservation_type=facts.FLEX_RESERVATION_AFFINITY if pool.flex else None,
         )
+
+    def pool_notes(self, pool: Pool) -> tuple[str, ...]:
+        if pool.flex is None:
+            return ()
+        queued = (f" With queued provisioning the pool's nodes come only through ProvisioningRequests "
+                  f"({facts.QUEUED_SOURCE}): a job is admitted when all of its nodes are granted."
+                  if pool.flex.queued else "")
+        return (f"Flex-start node pool (GKE {facts.FLEX_VERSION} or later): location policy ANY, reservation affinity "
+                f"none, auto-repair off, as GKE requires ({facts.FLEX_SOURCE}).{queued}",)
 
     def check_pool(self, pool: Pool) -> list[str]:
         compiled = pool.compiled
@@ -180,8 +206,11 @@ def compiled_enums(pool: Pool) -> list[EnumValue]:
     values += [EnumValue("taints.effect", f"taint effect {t.effect!r}", c.effect, facts.TAINT_EFFECTS)
                for t, c in zip(pool.taints, compiled.taints)]
     if compiled.location_policy is not None:
-        values.append(EnumValue("autoscaling.location_policy", "a spot pool", compiled.location_policy,
+        values.append(EnumValue("autoscaling.location_policy", f"a {pool.capacity} pool", compiled.location_policy,
                                 facts.LOCATION_POLICIES))
+    if compiled.consume_reservation_type is not None:
+        values.append(EnumValue("reservation_affinity.consume_reservation_type", "a flex-start pool",
+                                compiled.consume_reservation_type, facts.RESERVATION_AFFINITY_TYPES))
     if compiled.reservation:
         values.append(EnumValue("reservation_affinity.consume_reservation_type", "a reserved floor",
                                 compiled.reservation.consume_reservation_type, facts.RESERVATION_AFFINITY_TYPES))

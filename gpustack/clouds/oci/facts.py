@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds._enums import Allowed
-from gpustack.clouds.base import Cloud, ExampleTarget, FloorUpgradeRule, NameRule, PreviewLogin, Setting
+from gpustack.clouds.base import Cloud, ExampleTarget, Feature, FloorUpgradeRule, NameRule, PreviewLogin, Setting
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -86,6 +86,7 @@ class OKE(Cloud):
     display_name = "OKE"
     # OKE managed node pools with the Cluster Autoscaler add-on, or Oracle's Karpenter provider (karpenter.py).
     provisioners = ("managed", "karpenter")
+    unsupported = dict.fromkeys((Feature.CAPACITY_BLOCK, Feature.FLEX_START), "OCI sells no GPU capacity for a fixed window; it offers open-ended compute capacity " "reservations (capacity: reserved) and preemptible instances (capacity: spot) " "(https://docs.oracle.com/iaas/Content/Compute/Tasks/reserve-capacity.htm)")
     # OCI has no OIDC login action for GitHub: the preview gets a read-only API key (a user in a group
     # whose policy only reads) through the provider's environment variables, as secrets of the
     # preview environment (https://www.pulumi.com/registry/packages/oci/installation-configuration/).
