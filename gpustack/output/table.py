@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from gpustack.clouds import CLOUDS
 from gpustack.output.costwords import (
-    BASELINE, commitment_status, range_words, recommendation, usd, used_hours_saving,
+    BASELINE, commitment_status, discount_status, range_words, recommendation, usd, used_hours_saving,
 )
 from gpustack.plan.model import Plan, Pool, TargetPlan
 
@@ -153,6 +153,9 @@ def _summary(target: TargetPlan) -> list[str]:
              f"    {used_hours_saving(target)}"]
     for step in c.breakdown:
         lines.append(f"    {step.step:<12} {usd(-step.monthly_usd) if step.monthly_usd else '$0':>12}")
+    discount = discount_status(target)
+    if discount is not None:
+        lines.append(_wrap(f"Enterprise discount: {discount}", "  ", "    "))
     lines.append(f"  Commitments: {commitment_status(target)}")
     for rec in c.commitment_recommendations:
         lines.append(_wrap(f"recommended: {recommendation(rec)}", "    ", "      "))
