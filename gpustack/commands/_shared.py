@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gpustack.errors import SpecError
     from gpustack.plan import Plan
     from gpustack.spec import Spec
 
@@ -22,11 +23,32 @@ def add_catalog_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def compile_spec(spec_path: str, catalogs: Sequence[str] = ()) -> tuple[Spec, Plan]:
+    from gpustack.errors import SpecError
     from gpustack.plan import build_plan
     from gpustack.spec import load_spec
 
-    spec = load_spec(spec_path, catalogs)
+    try:
+        spec = load_spec(spec_path, catalogs)
+    except SpecError as error:
+        raise with_capacity_problems(error) from None
     return spec, build_plan(spec)
+
+
+def with_capacity_problems(error: SpecError) -> SpecError:
+    """`error` with the capacity problems of the spec's clean parts (a replica no type holds), so one
+    run reports them with the schema's problems; a field already reported is not reported twice."""
+    from gpustack.errors import SpecError
+    from gpustack.plan.fit import capacity_problems
+    from gpustack.spec import Spec
+
+    if not isinstance(error.partial, Spec):
+        return error
+    reported = {p.path for p in error.problems}
+    more = [p for p in capacity_problems(error.partial) if p.path not in reported]
+    if not more:
+        return error
+    problems = sorted([*error.problems, *more], key=lambda p: (p.location.line if p.location else 0, p.path))
+    return SpecError(problems)
 
 
 def print_warnings(plan: Plan, today: datetime.date | None = None) -> None:

@@ -121,7 +121,10 @@ class _SpecReader(Reader):
         workloads = self.workloads(root.get("workloads", BAD))
         targets = self.targets(root.get("targets", BAD), workloads, written_names(root.get("workloads")))
         if self.problems:
-            raise SpecError(self.problems)
+            partial = Spec(1, name if isinstance(name, str) else "", labels if labels is not BAD else (),
+                           pricing if pricing is not BAD else Pricing(None, None, ()), tuple(targets),
+                           tuple(workloads), self.doc, self.catalog) if targets and workloads else None
+            raise SpecError(self.problems, partial)
         self.check_offered(targets, workloads)
         if not self.problems:
             self.check_pins(targets, workloads)
