@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 import datetime
 import sys
-import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -65,9 +64,10 @@ def warn(text: str) -> None:
     in logs and pipes, where tools grep them."""
     line = f"warning: {text}"
     if stderr_is_terminal():
+        from gpustack.commands._noise import for_terminal
         from gpustack.output.table import WIDTH
 
-        line = textwrap.fill(line, WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+        line = for_terminal(line, WIDTH)
     print(line, file=sys.stderr)
 
 
@@ -76,13 +76,15 @@ def stderr_is_terminal() -> bool:
 
 
 def print_price_age(plan: Plan, today: datetime.date | None = None) -> None:
-    """One warning per target whose prices are more than 180 days old on `today`."""
+    """One warning per target whose prices are more than 180 days old on `today`, once per CI job
+    (`gpustack.commands._noise`)."""
     from gpustack.catalog.freshness import stale_message
+    from gpustack.commands._noise import first_in_job
 
     today = today or datetime.date.today()
     for target in plan.targets:
         stale = stale_message(target.prices_as_of, today)
-        if stale:
+        if stale and first_in_job(f"{target.name}: {stale}"):
             warn(f"{target.name}: {stale}")
 
 

@@ -17,6 +17,7 @@ from gpustack.output.costwords import (
     BASELINE, commitment_status, discount_status, range_words, recommendation, usd, used_hours_saving,
 )
 from gpustack.plan.model import Plan, Pool, TargetPlan
+from gpustack.plan.pools import is_solver_note
 
 __all__ = ["nodes", "render_table", "schedule", "sharing", "usd"]
 
@@ -103,7 +104,8 @@ def render_target(target: TargetPlan, wide: bool = False) -> str:
         for pool in target.pools:
             lines.append(_wrap(f"{pool.name}: {pool.reason}", "    ", "      "))
             for note in pool.notes:
-                lines.append(_wrap(f"note: {note}", "      ", "            "))
+                if wide or not is_solver_note(note):
+                    lines.append(_wrap(f"note: {note}", "      ", "            "))
     for note in target.notes:
         lines.append(_wrap(f"Note: {note}", "  ", "        "))
     lines.append("")
