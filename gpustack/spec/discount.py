@@ -1,6 +1,6 @@
 """The spec's `pricing.discount`: an enterprise agreement's flat fraction off every price.
 
-`pricing.discount: 0.1` is the short form for every cloud; `pricing.discount: {aws: 0.1, gcp: 0.05}`
+`pricing.discount: 0.1` is the short form for every cloud; `pricing.discount: {<cloud>: 0.1, ...}`
 gives one per cloud (aliases allowed), the shape of `pricing.commitments`. What it multiplies and in
 which order is in `gpustack.plan.prices`.
 """
@@ -13,7 +13,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.spec.reader import BAD, Reader
 from gpustack.spec.yamlsource import Path
 
-WHAT = "a fraction off every price (0.1 = 10%), or one per cloud: {aws: 0.1, gcp: 0.05}"
+WHAT = "a fraction off every price (0.1 = 10%), or one per cloud: {<cloud>: 0.1, ...}"
 
 
 def read_discount(reader: Reader, path: Path, value: Any) -> tuple[float | None, tuple[tuple[str, float], ...]]:
