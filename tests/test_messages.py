@@ -113,7 +113,7 @@ def test_the_price_age_warning_is_said_once_per_ci_job(tmp_path, capsys, monkeyp
     first = run(capsys, "plan", str(spec))[1]
     assert "prices as of" in first
     for command in (["plan", str(spec), "--format", "json"], ["check", str(spec)], ["validate", str(spec)]):
-        code, err = run(capsys, *command)
+        _, err = run(capsys, *command)
         assert "prices as of" not in err, command
     monkeypatch.setenv("GPUSTACK_WARN_ONCE_DIR", "")  # turned off: every command says it
     assert "prices as of" in run(capsys, "plan", str(spec))[1]
