@@ -24,7 +24,7 @@ def read_discount(reader: Reader, path: Path, value: Any) -> tuple[float | None,
             return None, ()
         every = _fraction(reader, path, value)
         return (None if every is BAD else every), ()
-    per_cloud = []
+    per_cloud: list[tuple[str, float]] = []
     for key, raw in value.items():
         item = path + (key,)
         if item in reader.doc.typed_keys:
