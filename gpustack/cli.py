@@ -34,12 +34,18 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for command in commands():
         command.add_arguments(sub.add_parser(command.NAME, help=command.HELP, description=command.HELP))
+        sub.choices[command.NAME].add_argument(
+            "--verbose", action="store_true",
+            help="warnings whole at a terminal (else at most two lines each, the detail left out)")
         sub.choices[command.NAME].set_defaults(run=command.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    from gpustack.commands._noise import set_verbose
+
+    set_verbose(args.verbose)
     try:
         code: int = args.run(args)
         return code

@@ -37,8 +37,11 @@ class Problem:
 class SpecError(Exception):
     """A spec that cannot be compiled; carries every problem found."""
 
-    def __init__(self, problems: Sequence[Problem]):
+    def __init__(self, problems: Sequence[Problem], partial: object | None = None):
         self.problems = tuple(problems)
+        # The parts of the spec that read cleanly (a `Spec` of its valid targets and workloads), for the
+        # checks that do not depend on the parts that did not; None when nothing usable was read.
+        self.partial = partial
         super().__init__("\n".join(str(p) for p in self.problems))
 
 

@@ -131,3 +131,10 @@ def assert_golden(name: str, text: str) -> None:
         diff = "".join(difflib.unified_diff(expected.splitlines(True), text.splitlines(True),
                                             f"golden/{name}", "now", n=2))
         pytest.fail(f"{name} differs from its golden file (refresh with `make golden` if intended):\n{diff[:6000]}")
+
+
+@pytest.fixture(autouse=True)
+def _no_ci_job_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test is its own run: warnings said once per CI job (RUNNER_TEMP) are said in every test."""
+    monkeypatch.delenv("RUNNER_TEMP", raising=False)
+    monkeypatch.delenv("GPUSTACK_WARN_ONCE_DIR", raising=False)

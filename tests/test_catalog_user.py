@@ -81,7 +81,9 @@ def test_negotiated_prices_replace_list_prices(tmp_path):
     quote = "aws,us-east-1,g4dn.xlarge,T4,1,4,16,0.40,,negotiated quote (test row),,2026-11-01\n"
     merged = with_catalog_files([str(write(tmp_path, "quote.csv", HEADER + quote))])
     row = merged.instance("aws", "us-east-1", "g4dn.xlarge")
-    assert (row.on_demand, row.spot, row.origin) == (0.40, None, str(tmp_path / "quote.csv"))
+    # The empty spot price changes nothing: the bundled one stays, credited to its own source.
+    assert (row.on_demand, row.spot, row.origin) == (0.40, bundled.spot, str(tmp_path / "quote.csv"))
+    assert row.spot_source == bundled.source
     assert len([r for r in merged.instances if r.name == "g4dn.xlarge" and r.region == "us-east-1"]) == 1
     assert merged.instance("aws", "us-east-1", "g4dn.2xlarge") == load_catalog().instance("aws", "us-east-1",
                                                                                           "g4dn.2xlarge")

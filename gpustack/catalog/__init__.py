@@ -3,7 +3,8 @@
 Everything here is data read from `gpustack/catalog/data/` (see its README for sources and dates);
 every instance row names its source and date. Loading is lazy and cached: one read per process.
 A user catalog (`--catalog FILE`, `catalog:` in a spec) has the same columns and is merged over the
-bundled rows: a user row replaces the bundled row of the same cloud, region and instance type.
+bundled rows: a user row replaces the bundled row of the same cloud, region and instance type; an
+empty spot price keeps the replaced row's spot price, credited to that row's source and date.
 """
 
 from __future__ import annotations
@@ -186,11 +187,22 @@ class Catalog:
         Clouds the rows do not name stay unread until asked for."""
         replaced = {(r.cloud, r.region, r.name) for r in rows}
         touched = {r.cloud for r in rows}
-        kept = tuple(r for cloud in sorted(touched | set(self._rows)) for r in self.rows_of(cloud)
-                     if (r.cloud, r.region, r.name) not in replaced)
+        previous = {(r.cloud, r.region, r.name): r for cloud in sorted(touched | set(self._rows))
+                    for r in self.rows_of(cloud)}
+        kept = tuple(r for key, r in previous.items() if key not in replaced)
+        rows = tuple(_keep_spot(row, previous.get((row.cloud, row.region, row.name))) for row in rows)
         loaders = {cloud: loader for cloud, loader in self._loaders.items() if cloud not in touched}
         return Catalog(self.gpus, kept + rows, self.sources, self.discounts, self.files + (file,), self.spot_rules,
                        loaders)
+
+
+def _keep_spot(row: InstanceType, replaced: InstanceType | None) -> InstanceType:
+    """A row with an empty spot price keeps the spot price of the row it replaces, with that row's source
+    and date (an empty field changes nothing; a negotiated on-demand quote says nothing about spot)."""
+    if row.spot is not None or replaced is None or replaced.spot is None or replaced.spot > row.on_demand:
+        return row
+    return dataclasses.replace(row, spot=replaced.spot, spot_source=replaced.spot_source or replaced.source,
+                               spot_as_of=replaced.spot_as_of or replaced.as_of)
 
 
 def _name_closeness(a: str, b: str) -> float:
@@ -200,7 +212,7 @@ def _name_closeness(a: str, b: str) -> float:
 
 
 def dates_of(rows: Iterable[InstanceType]) -> str:
-    dates = sorted({row.as_of for row in rows if row.as_of})
+    dates = sorted({date for row in rows for date in (row.as_of, row.spot_as_of) if date})
     if not dates:
         return "unknown"
     return dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"

@@ -53,6 +53,17 @@ class InstanceType:
     origin: str = "bundled"  # "bundled", or the user catalog file the row came from
     reserved_1y: float | None = None  # USD per node-hour with a 1-year reservation, when a source gives it
     reserved_3y: float | None = None
+    # Where the spot price came from when not from `source`: a user row with an empty spot price keeps
+    # the spot price of the row it replaces, credited to that row's source and date.
+    spot_source: str = ""
+    spot_as_of: str = ""
+
+    @property
+    def spot_cited(self) -> str:
+        """The source of the spot price, as a price's source names it."""
+        if not self.spot_source:
+            return self.source
+        return f"{self.spot_source} (spot price as of {self.spot_as_of or 'unknown'}, kept from the row replaced)"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,11 +6,11 @@ import argparse
 import dataclasses
 import datetime
 import sys
-import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gpustack.errors import SpecError
     from gpustack.plan import Plan
     from gpustack.spec import Spec
 
@@ -45,11 +45,32 @@ def fit_markdown(text: str, max_chars: int | None) -> str:
 
 
 def compile_spec(spec_path: str, catalogs: Sequence[str] = ()) -> tuple[Spec, Plan]:
+    from gpustack.errors import SpecError
     from gpustack.plan import build_plan
     from gpustack.spec import load_spec
 
-    spec = load_spec(spec_path, catalogs)
+    try:
+        spec = load_spec(spec_path, catalogs)
+    except SpecError as error:
+        raise with_capacity_problems(error) from None
     return spec, build_plan(spec)
+
+
+def with_capacity_problems(error: SpecError) -> SpecError:
+    """`error` with the capacity problems of the spec's clean parts (a replica no type holds), so one
+    run reports them with the schema's problems; a field already reported is not reported twice."""
+    from gpustack.errors import SpecError
+    from gpustack.plan.fit import capacity_problems
+    from gpustack.spec import Spec
+
+    if not isinstance(error.partial, Spec):
+        return error
+    reported = {p.path for p in error.problems}
+    more = [p for p in capacity_problems(error.partial) if p.path not in reported]
+    if not more:
+        return error
+    problems = sorted([*error.problems, *more], key=lambda p: (p.location.line if p.location else 0, p.path))
+    return SpecError(problems)
 
 
 def print_warnings(plan: Plan, today: datetime.date | None = None) -> None:
@@ -66,9 +87,10 @@ def warn(text: str) -> None:
     in logs and pipes, where tools grep them."""
     line = f"warning: {text}"
     if stderr_is_terminal():
+        from gpustack.commands._noise import for_terminal
         from gpustack.output.table import WIDTH
 
-        line = textwrap.fill(line, WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+        line = for_terminal(line, WIDTH)
     print(line, file=sys.stderr)
 
 
@@ -77,13 +99,15 @@ def stderr_is_terminal() -> bool:
 
 
 def print_price_age(plan: Plan, today: datetime.date | None = None) -> None:
-    """One warning per target whose prices are more than 180 days old on `today`."""
+    """One warning per target whose prices are more than 180 days old on `today`, once per CI job
+    (`gpustack.commands._noise`)."""
     from gpustack.catalog.freshness import stale_message
+    from gpustack.commands._noise import first_in_job
 
     today = today or datetime.date.today()
     for target in plan.targets:
         stale = stale_message(target.prices_as_of, today)
-        if stale:
+        if stale and first_in_job(f"{target.name}: {stale}"):
             warn(f"{target.name}: {stale}")
 
 

@@ -37,6 +37,16 @@ def commitment_status(t: TargetPlan) -> str:
     return f"declared commitment {terms}{f' ({c.scope})' if c.scope else ''}: reserved floors at {rate}"
 
 
+def discount_status(t: TargetPlan) -> str | None:
+    """The enterprise discount's line (None when the spec declares none)."""
+    d = t.cost.discount
+    if d is None:
+        return None
+    return (f"{d.fraction * 100:g}% off every price (pricing.discount), before commitments: "
+            f"{usd(-d.monthly_usd)}/month off {usd(d.list_planned_monthly_usd)}/month at list prices "
+            f"(baseline at list prices {usd(d.list_baseline_monthly_usd)}/month); the figures above are net of it")
+
+
 def recommendation(r: CommitmentRecommendation) -> str:
     what = f"{r.instrument} {r.term} for {r.quantity} x {r.instance_type} ({r.gpus} GPUs)"
     if r.monthly_saving_usd is None:

@@ -10,7 +10,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.diff.model import PlanDiff, PoolChange, TargetDiff
 from gpustack.diff.report import SECTIONS
 from gpustack.output import svg
-from gpustack.output.costwords import BASELINE, commitment_status, range_words, recommendation
+from gpustack.output.costwords import BASELINE, commitment_status, discount_status, range_words, recommendation
 from gpustack.output.htmlpage import cents, el, page, signed_cents, table
 from gpustack.output.markdown import STEP_LABELS
 from gpustack.output.table import nodes, schedule, sharing
@@ -60,6 +60,10 @@ def _target(t: TargetPlan) -> ET.Element:
     section.extend(_labels(t))
     section.extend(_packing(t))
     section.extend(_schedules(t))
+    discount = discount_status(t)
+    if discount is not None:
+        section.append(el("h3", {}, "Enterprise discount"))
+        section.append(el("p", {}, discount))
     section.append(el("h3", {}, "Commitments"))
     section.append(el("p", {}, commitment_status(t)))
     if c.commitment_recommendations:

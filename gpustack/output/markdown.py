@@ -13,7 +13,9 @@ import re
 from collections.abc import Sequence
 
 from gpustack.clouds import CLOUDS
-from gpustack.output.costwords import BASELINE, BASELINE_AT_USED_HOURS, commitment_status, range_words, recommendation
+from gpustack.output.costwords import (
+    BASELINE, BASELINE_AT_USED_HOURS, commitment_status, discount_status, range_words, recommendation,
+)
 from gpustack.output.jinja import GENERATED_BY, render
 from gpustack.output.table import nodes, schedule, sharing, usd
 from gpustack.plan.model import Plan, TargetPlan
@@ -51,6 +53,7 @@ def _target(t: TargetPlan) -> dict[str, object]:
                      " saved"),
         "range": [inline(a) for a in c.range.assumptions],
         "commitments": commitment_status(t),
+        "discount": discount_status(t),
         "recommendations": [inline(recommendation(r)) + (f" {inline(r.how)}" if r.how else "")
                             for r in c.commitment_recommendations],
         "pools": _pools_table(t, cloud.display_name),
@@ -64,7 +67,8 @@ def _target(t: TargetPlan) -> dict[str, object]:
         "notes": [inline(n) for n in t.notes],
         "reasons": [" ".join([f"{code(p.name)}: {inline(p.reason)}.", *(inline(n) for n in p.notes)])
                     for p in t.pools],
-        "prices": (f"List prices in USD as of {t.prices_as_of}; spot prices are point-in-time figures (each pool's "
+        "prices": (f"{'List prices' if c.discount is None else 'Prices, list less the enterprise discount,'} "
+                   f"in USD as of {t.prices_as_of}; spot prices are point-in-time figures (each pool's "
                    "price source says which); a month is 730 hours."),
     }
 

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 
 from gpustack.clouds import CLOUDS
 from gpustack.output.costwords import (
-    BASELINE, commitment_status, range_words, recommendation, usd, used_hours_saving,
+    BASELINE, commitment_status, discount_status, range_words, recommendation, usd, used_hours_saving,
 )
 from gpustack.plan.model import Plan, Pool, TargetPlan
+from gpustack.plan.pools import is_solver_note
 
 __all__ = ["nodes", "render_table", "schedule", "sharing", "usd"]
 
@@ -103,7 +104,8 @@ def render_target(target: TargetPlan, wide: bool = False) -> str:
         for pool in target.pools:
             lines.append(_wrap(f"{pool.name}: {pool.reason}", "    ", "      "))
             for note in pool.notes:
-                lines.append(_wrap(f"note: {note}", "      ", "            "))
+                if wide or not is_solver_note(note):
+                    lines.append(_wrap(f"note: {note}", "      ", "            "))
     for note in target.notes:
         lines.append(_wrap(f"Note: {note}", "  ", "        "))
     lines.append("")
@@ -153,6 +155,9 @@ def _summary(target: TargetPlan) -> list[str]:
              f"    {used_hours_saving(target)}"]
     for step in c.breakdown:
         lines.append(f"    {step.step:<12} {usd(-step.monthly_usd) if step.monthly_usd else '$0':>12}")
+    discount = discount_status(target)
+    if discount is not None:
+        lines.append(_wrap(f"Enterprise discount: {discount}", "  ", "    "))
     lines.append(f"  Commitments: {commitment_status(target)}")
     for rec in c.commitment_recommendations:
         lines.append(_wrap(f"recommended: {recommendation(rec)}", "    ", "      "))

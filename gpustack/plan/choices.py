@@ -141,6 +141,19 @@ def fitting_rows(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask,
             if row.gpu == gpu.name and (slots := slots_per_node(row, ask, provisioner)) > 0]
 
 
+def binding_field(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, provisioner: Provisioner) -> str:
+    """The spec field of a workload that no type can hold: where the error about it is located.
+
+    `cpu` when the replica's GPUs fit a type but not with its CPU, `memory` likewise, else the GPU ask."""
+    if fitting_rows(rows, gpu, dataclasses.replace(ask, cpu=0.0, memory_gib=0.0), provisioner):
+        if ask.cpu and not fitting_rows(rows, gpu, dataclasses.replace(ask, memory_gib=0.0), provisioner):
+            return "cpu"
+        if ask.memory_gib and not fitting_rows(rows, gpu, dataclasses.replace(ask, cpu=0.0), provisioner):
+            return "memory"
+        return "cpu" if ask.cpu else "memory"  # each fits alone, not both together
+    return "gpus" if ask.mode == "none" else "gpu"
+
+
 def accepted_capacities(rows: tuple[InstanceType, ...], gpu: GpuModel, ask: Ask, provisioner: Provisioner) -> list[str]:
     """The capacities on which the provisioner gets at least one type that fits: what would work."""
     fitting = fitting_rows(rows, gpu, ask, provisioner)

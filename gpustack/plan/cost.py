@@ -26,7 +26,7 @@ from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan.attribution import Moves, shapley, to_cents
 from gpustack.plan.commitments import recommendations
 from gpustack.plan.model import (
-    Cost, CostRange, DeclaredCommitment, GpuCounts, Pool, Step, TargetPlan, Warning, WorkloadCost, money,
+    Cost, CostRange, DeclaredCommitment, EnterpriseDiscount, GpuCounts, Pool, Step, TargetPlan, Warning, WorkloadCost, money,
 )
 from gpustack.plan.nodes import allocatable
 from gpustack.plan.prices import PriceBook
@@ -109,6 +109,7 @@ def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload]
         commitment_recommendations=recommendations(pools, row_of, prices, catalog, target.cloud),
         commitment=DeclaredCommitment(declared.instrument, declared.term, declared.discount, declared.prices,
                                       declared.scope) if declared else None,
+        discount=_enterprise_discount(active, counted, rows, prices, provisioner, planned),
     )
     gpus = GpuCounts(
         baseline=sum(baseline_gpus(w) for w in active),
@@ -135,6 +136,20 @@ def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload]
         warnings=warnings, notes=notes, prices_as_of=prices_as_of,
         commitment_discount=prices.commitment_discount,
     )
+
+
+def _enterprise_discount(workloads: list[Workload], pools: list[Pool], rows: tuple[InstanceType, ...],
+                         prices: PriceBook, provisioner: Provisioner, planned: float) -> EnterpriseDiscount | None:
+    """The discount line: the baseline and the pools at list prices, and what the discount takes off."""
+    if not prices.discount:
+        return None
+    at_list = prices.at_list
+    baseline = sum(w.replicas.max * replica_rate(w, rows, at_list, provisioner).on_demand * HOURS_PER_MONTH
+                   for w in workloads)
+    listed = sum((p.price.list_usd_per_node_hour or p.price.usd_per_node_hour) * p.max_nodes * p.hours_per_month
+                 for p in pools)
+    cents = round(money(listed) * 100) - round(money(planned) * 100)
+    return EnterpriseDiscount(prices.discount, baseline, listed, cents / 100)
 
 
 def _cost(moves: Moves, pools: list[Pool], rates: dict[str, ReplicaRate], prices: PriceBook,

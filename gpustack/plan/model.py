@@ -106,6 +106,7 @@ class CompiledPool:
 class Price:
     usd_per_node_hour: float
     source: str  # where the figure came from, for people
+    list_usd_per_node_hour: float | None = None  # before the enterprise discount (None: no discount declared)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -420,6 +421,19 @@ class DeclaredCommitment:
 
 
 @dataclasses.dataclass(frozen=True)
+class EnterpriseDiscount:
+    """The enterprise agreement's flat discount (`pricing.discount`) and what it takes off the list prices.
+
+    Every price of the plan is already net of it (baseline, planned, the moves' savings); this is the
+    line that shows it: the same pools at list prices, less the discount."""
+
+    fraction: float
+    list_baseline_monthly_usd: float
+    list_planned_monthly_usd: float
+    monthly_usd: float  # list planned - planned, in cents
+
+
+@dataclasses.dataclass(frozen=True)
 class Cost:
     baseline_monthly_usd: float
     planned_monthly_usd: float
@@ -430,6 +444,7 @@ class Cost:
     range: CostRange = CostRange(0.0, 0.0, ())
     commitment_recommendations: tuple[CommitmentRecommendation, ...] = ()
     commitment: DeclaredCommitment | None = None
+    discount: EnterpriseDiscount | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -532,6 +547,13 @@ def _pct(baseline: float, planned: float) -> float:
     return round(100 * (money(baseline) - money(planned)) / money(baseline), 1) if money(baseline) else 0.0
 
 
+def _discount(d: EnterpriseDiscount | None) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {"fraction": d.fraction, "list_baseline_monthly_usd": money(d.list_baseline_monthly_usd),
+            "list_planned_monthly_usd": money(d.list_planned_monthly_usd), "monthly_usd": money(d.monthly_usd)}
+
+
 def _commitment(c: DeclaredCommitment | None) -> dict[str, Any] | None:
     if c is None:
         return None
@@ -600,7 +622,9 @@ def _pool(p: Pool) -> dict[str, Any]:
         "reserved_nodes": p.reserved_nodes,
         "vcpus_per_node": p.vcpus_per_node,
         "memory_gib_per_node": p.memory_gib_per_node,
-        "price": {"usd_per_node_hour": p.price.usd_per_node_hour, "source": p.price.source},
+        "price": {"usd_per_node_hour": p.price.usd_per_node_hour, "source": p.price.source,
+                  **({"list_usd_per_node_hour": p.price.list_usd_per_node_hour}
+                     if p.price.list_usd_per_node_hour is not None else {})},
         # Unrounded: price x max_nodes x hours_per_month gives monthly_cost_usd to the cent.
         "hours_per_month": p.hours_per_month,
         "gpus": {"required": p.gpus.required, "lower_bound": p.gpus.lower_bound,
@@ -692,6 +716,7 @@ def _target(t: TargetPlan) -> dict[str, Any]:
             "range": {"low": money(t.cost.range.low), "high": money(t.cost.range.high),
                       "assumptions": list(t.cost.range.assumptions)},
             "commitment": _commitment(t.cost.commitment),
+            "discount": _discount(t.cost.discount),
             "commitment_recommendations": [_recommendation(r) for r in t.cost.commitment_recommendations],
         },
         "unit_costs": [

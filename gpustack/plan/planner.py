@@ -21,8 +21,11 @@ from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
 from gpustack.plan import alternatives, dra, fallback, idle, ladder, offers, pool_types, queues, timebox
 from gpustack.plan.asks import Ask, AskError, decide
-from gpustack.plan.choices import Part, accepted_capacities, capacity_parts, choose_instance, fitting_rows
+from gpustack.plan.choices import (
+    Part, accepted_capacities, binding_field, capacity_parts, choose_instance, fitting_rows,
+)
 from gpustack.plan.disks import default_disk_gib
+from gpustack.plan.fit import no_fit_message
 from gpustack.plan.model import AutoStopChoice, IdlePolicy, Plan, PodRequest, Pool, TargetPlan, Warning
 from gpustack.plan.packing import DoesNotFit
 from gpustack.plan.spread import topology_spread
@@ -276,8 +279,8 @@ class _TargetPlanner:
             choice = choose_instance(rows, gpu, ask, part.replicas, part.capacity, self.provisioner, self.prices,
                                      may_fall_back=workload.capacity is None and pinned is None)
             if choice is None:
-                self.problem(workload, "gpus" if ask.mode == "none" else "gpu",
-                             self.no_fit_message(workload, gpu, ask, pinned))
+                self.problem(workload, binding_field(rows, gpu, ask, self.provisioner),
+                             no_fit_message(self.cloud.display_name, self.target.region, self.rows, gpu, ask, pinned))
                 return []
             if choice.row is None:
                 self.refused(workload, gpu, ask, part.capacity, pinned, choice.refusal or "")
@@ -328,21 +331,6 @@ class _TargetPlanner:
         self.problem(workload, "", f"{self.cloud.display_name} in {self.target.region} refuses {capacity} capacity "
                                    f"for {what}: {reason}; what would work: {'; or '.join(options) or 'nothing here'}",
                      path=field_path)
-
-    def no_fit_message(self, workload: Workload, gpu: GpuModel, ask: Ask, pinned: str | None = None) -> str:
-        rows = [r for r in self.rows if r.gpu == gpu.name and (pinned is None or r.name == pinned)]
-        biggest = max(rows, key=lambda r: (r.gpus, r.vcpus, r.memory_gib))
-        want = [f"{ask.gpus} GPU(s)" if ask.mode == "none" else f"a {ask.mode} share"]
-        if ask.cpu:
-            want.append(f"{ask.cpu:g} CPU")
-        if ask.memory_gib:
-            want.append(f"{ask.memory_gib:g}Gi memory")
-        size = (f"{biggest.name} ({biggest.gpus} GPUs, {biggest.vcpus:g} vCPU, {biggest.memory_gib:g} GiB, less "
-                "what the node keeps for itself)")
-        if pinned:
-            return f"the pinned instance type {size} does not hold one replica ({', '.join(want)})"
-        return (f"no {self.cloud.display_name} instance type in {self.target.region} with {gpu.name} holds one "
-                f"replica ({', '.join(want)}); the largest is {size}")
 
     def key(self, workload: Workload, gpu: GpuModel, ask: Ask, part: Part, instance: str) -> PoolKey:
         row = self.catalog.instance(self.target.cloud, self.target.region, instance)

@@ -348,6 +348,16 @@ def _packing_notes(gpus: PoolGpus, demands: list[Demand], nodes: int, sharing: S
     return notes
 
 
+# How the packer reached a pool's figures (its method and whether it proved them): for people who tune
+# the solver, not for the pool's "why"; `gpustack plan --wide` shows them.
+SOLVER_NOTE_STARTS = ("Packed by ",)
+
+
+def is_solver_note(note: str) -> bool:
+    """Whether a pool note is about the packer rather than the pool (the notes `_packing_notes` makes)."""
+    return note.startswith(SOLVER_NOTE_STARTS)
+
+
 def _binding(gpus: PoolGpus) -> str:
     """The name of the GPU lower bound that sets the pool's bound (the first, by name, of equals)."""
     return max(sorted(gpus.bounds), key=lambda b: b[1], default=("", 0))[0]

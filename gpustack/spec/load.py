@@ -22,6 +22,7 @@ from gpustack.spec.idle import check_prometheus, read_idle
 from gpustack.spec.autostop import read_autostop
 from gpustack.spec.alternatives import read_alternatives
 from gpustack.spec.availability import read_availability
+from gpustack.spec.discount import read_discount
 from gpustack.spec.model import (
     CAPACITIES, COMMITMENT_TERMS, TIMEBOXED_CAPACITIES, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
     TYPE_CHANGE_SAVING, Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec,
@@ -124,7 +125,10 @@ class _SpecReader(Reader):
         workloads = self.workloads(root.get("workloads", BAD))
         targets = self.targets(root.get("targets", BAD), workloads, written_names(root.get("workloads")))
         if self.problems:
-            raise SpecError(self.problems)
+            partial = Spec(1, name if isinstance(name, str) else "", labels if labels is not BAD else (),
+                           pricing if pricing is not BAD else Pricing(None, None, ()), tuple(targets),
+                           tuple(workloads), self.doc, self.catalog) if targets and workloads else None
+            raise SpecError(self.problems, partial)
         self.check_offered(targets, workloads)
         if not self.problems:
             self.check_pins(targets, workloads)
@@ -221,7 +225,7 @@ class _SpecReader(Reader):
     # -- pricing ------------------------------------------------------------------------------
     def pricing(self, path: Path, value: Any) -> Pricing | Any:
         value = self.mapping(path, value, optional=("commitment_discount", "spot_discount", "instances",
-                                                    "commitments", "flex_discount"))
+                                                    "commitments", "flex_discount", "discount"))
         if value is BAD:
             return BAD
         commitments = self.commitments(path + ("commitments",), value["commitments"]) \
@@ -265,8 +269,10 @@ class _SpecReader(Reader):
                     self.problem(item + ("spot",), f"spot {spot_price:g} is more than on_demand {on_demand:g}: "
                                                    "spot capacity is sold below the on-demand price")
                 instances.append((name, InstancePrice(on_demand, spot_price)))
+        every, per_cloud = read_discount(self, path + ("discount",), value["discount"]) \
+            if "discount" in value else (None, ())
         return Pricing(commitment, spot, tuple(sorted(instances, key=lambda item: item[0])),
-                       commitments if commitments is not BAD else (), None if flex is BAD else flex)
+                       commitments if commitments is not BAD else (), None if flex is BAD else flex, every, per_cloud)
 
     def commitments(self, path: Path, value: Any) -> tuple[tuple[str, Commitment], ...] | Any:
         """cloud -> {instrument, term, discount | prices, scope}: the commitments held or to be bought."""
@@ -659,11 +665,13 @@ class _SpecReader(Reader):
     def check_prices_used(self, pricing: Pricing, targets: list[Target]) -> None:
         """An override for a type no target can use would be ignored: say so instead."""
         places = {(t.cloud, t.region) for t in targets}
-        for cloud, _ in pricing.commitments:
-            if not any(c == cloud for c, _ in places):
-                self.problem(("pricing", "commitments", _written_key(self.doc, cloud)),
-                             f"no target runs on {CLOUDS.get(cloud).display_name}: this commitment would never be "
-                             "used", at_key=True)
+        for section, per_cloud, what in (("commitments", pricing.commitments, "commitment"),
+                                         ("discount", pricing.discounts, "discount")):
+            for cloud, _ in per_cloud:
+                if not any(c == cloud for c, _ in places):
+                    self.problem(("pricing", section, _written_key(self.doc, section, cloud)),
+                                 f"no target runs on {CLOUDS.get(cloud).display_name}: this {what} would never be "
+                                 "used", at_key=True)
         for name, _ in pricing.instances:
             if not any(self.catalog.instance(cloud, region, name) for cloud, region in places):
                 regions = ", ".join(f"{CLOUDS.get(c).display_name} {r}" for c, r in sorted(places))
@@ -745,9 +753,9 @@ def written_names(value: Any) -> set[str]:
     return {item["name"] for item in items if isinstance(item, dict) and isinstance(item.get("name"), str)}
 
 
-def _written_key(doc: Document, cloud: str) -> str:
-    """The key the spec used for `cloud` in pricing.commitments (a name or an alias)."""
-    written = doc.data["pricing"]["commitments"]
+def _written_key(doc: Document, section: str, cloud: str) -> str:
+    """The key the spec used for `cloud` in pricing.<section> (a name or an alias)."""
+    written = doc.data["pricing"][section]
     return next((k for k in written if CLOUDS.get(k).name == cloud), cloud)
 
 

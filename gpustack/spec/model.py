@@ -270,6 +270,14 @@ class Pricing:
     instances: tuple[tuple[str, InstancePrice], ...]
     commitments: tuple[tuple[str, Commitment], ...] = ()  # cloud -> the commitment declared for it
     flex_discount: float | None = None  # declared: flex-start's fraction off on-demand (None: the catalog's)
+    # `pricing.discount`: an enterprise agreement's flat fraction off every price, for every cloud (a
+    # number) or per cloud (a mapping); `discounts` holds the per-cloud values, which win.
+    discount: float | None = None
+    discounts: tuple[tuple[str, float], ...] = ()
+
+    def discount_of(self, cloud: str) -> float:
+        """The enterprise discount of `cloud` (0 when none is declared)."""
+        return dict(self.discounts).get(cloud, self.discount or 0.0)
 
     def instance(self, name: str) -> InstancePrice | None:
         return dict(self.instances).get(name)

@@ -135,7 +135,13 @@ def parse_timezone(value: object) -> str:
             raise ValueError(value)
         zoneinfo.ZoneInfo(value)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: 'Europe' is a tzdata folder
-        names = zoneinfo.available_timezones()
+        from gpustack.spec.timezones import suggestion
+
+        advice = suggestion(value)
+        if advice is not None:
+            raise ValueError(f"{show(value)} is not an IANA time zone: it is {advice}") from None
+        # Region/city names only: a spelling match among the short legacy names is wrong advice (CEST -> EST).
+        names = {name for name in zoneinfo.available_timezones() if "/" in name and not name.startswith("Etc/")}
         raise ValueError(f"{show(value)} is not an IANA time zone{did_you_mean(value, names)}; "
                          "use a name such as 'Europe/Berlin', 'America/New_York' or 'UTC'") from None
     return value
