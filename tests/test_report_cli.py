@@ -53,6 +53,34 @@ STEP, STEPS = 60, 1440
 START = END - STEPS * STEP
 WL = "label_gpustack_dev_workload"
 POOL = "label_gpustack_dev_pool"
+SPAN = "gpustack_span"
+
+
+def spans(labels: dict[str, str], first: int = 0, end: int = STEPS, steps: int | None = None) -> list[dict[str, object]]:
+    """What a span query answers for one series present in steps first..end - 1 of the day (`steps`: how many
+    of them have a value, when not all)."""
+    at = START + STEPS * STEP
+    stats = {"steps": end - first if steps is None else steps, "first": START + (first + 1) * STEP,
+             "last": START + end * STEP}
+    return [{"metric": {**labels, SPAN: tag}, "values": [[at, str(value)]]} for tag, value in stats.items()]
+
+
+def pods(workload: str, count: int, namespace: str = "default") -> dict[str, list[dict[str, object]]]:
+    """`count` pods of the workload, labelled and Running all day."""
+    out: dict[str, list[dict[str, object]]] = {"pod-labels": [], "pod-running": []}
+    for k in range(count):
+        pod = {"namespace": namespace, "pod": f"{workload}-{k}", "uid": f"{workload}-uid-{k}"}
+        out["pod-labels"] += spans({**pod, WL: workload})
+        out["pod-running"] += spans({**pod, "phase": "Running"})
+    return out
+
+
+def merged(*parts: dict[str, list[dict[str, object]]]) -> dict[str, list[dict[str, object]]]:
+    out: dict[str, list[dict[str, object]]] = {}
+    for part in parts:
+        for name, answers in part.items():
+            out.setdefault(name, []).extend(answers)
+    return out
 
 
 def _answers() -> NamedAnswers:
@@ -62,20 +90,19 @@ def _answers() -> NamedAnswers:
         return [series({"namespace": "default", WL: w}, dict.fromkeys(every, n), START, STEP) for w, n in counts.items()]
 
     plan = build_plan(load_text(SPEC, "spec.yaml")).target("aws-prod")
-    idle = [series({"namespace": "default", "pod": f"lab-{k}", "gpu": "0", WL: "lab"}, dict.fromkeys(every, 3),
-                   START, STEP) for k in range(4)]
+    idle = [series({"namespace": "default", "pod": f"lab-{k}", "gpu": "0"}, dict.fromkeys(every, 3), START, STEP)
+            for k in range(4)]
     # memory: samples per value over the window, one point at its end
     memory = [series({"namespace": "default", WL: "embed", "mib": "1000"}, {STEPS - 1: STEPS}, START, STEP),
               series({"namespace": "default", WL: "chat", "mib": "9000"}, {STEPS - 1: 2 * STEPS}, START, STEP)]
-    nodes = [series({POOL: p.name}, {i: max(p.min_nodes, 1) for i in every}, START, STEP) for p in plan.pools]
+    nodes = [answer for p in plan.pools for k in range(max(p.min_nodes, 1))
+             for answer in spans({"node": f"{p.name}-{k}", POOL: p.name})]
     return NamedAnswers({
-        "pods-labelled": per_workload({"chat": 2, "embed": 1, "lab": 4}),
-        "pods-running": per_workload({"chat": 2, "embed": 1, "lab": 4}),
+        **merged(pods("chat", 2), pods("embed", 1), pods("lab", 4)),
         "utilisation-dcgm": per_workload({"chat": 2, "embed": 1, "lab": 4}),
         "idle-dcgm-10": idle,
         "memory-dcgm": memory,
         "pool-nodes": nodes,
-        "pool-nodes-busy": nodes,
     })
 
 
@@ -266,11 +293,13 @@ def test_docs_hold_the_queries_as_sent() -> None:
 
     docs = (ROOT / "docs" / "report.md").read_text()
     mine = {"default": ["chat", "notebooks"]}
-    for query in (queries.pods_running("60s", mine), queries.idle_samples("dcgm", "60s", mine, 10),
-                  queries.memory_values("dcgm", "60s", "604770s", mine),
-                  queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"]),
-                  queries.pool_nodes_busy("60s", ["infer-l4-reserved-g6-xlarge"], mine,
-                                          ["chat-7d9f-abcde", "chat-7d9f-fghij"])):
+    nodes = queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"])
+    for query in (queries.pod_labels("60s", mine).stats("86370s", "60s"),
+                  queries.pod_running("60s", mine).stats("86370s", "60s"),
+                  queries.pod_placed("60s", mine).stats("86370s", "60s"), nodes.stats("86370s", "60s"),
+                  queries.pod_running("60s", mine).steps(["3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b"]),
+                  queries.idle_samples("dcgm", "60s", mine, 10),
+                  queries.memory_values("dcgm", "60s", "86370s", mine)):
         assert f"# {query.name}\n{query.promql}\n" in docs, query.name
 
 
@@ -319,11 +348,10 @@ def _fractional_report(tmp_path: Path, answers: dict[str, list[dict[str, object]
 def test_fractional_pools_are_read_from_hamis_per_container_series(tmp_path: Path) -> None:
     mine = {"namespace": "default", WL: "embed"}
     every = range(STEPS)
-    idle = [series({**mine, "pod": f"embed-{k}", "vdevice_index": "0"}, dict.fromkeys(range(60), 2), START, STEP)
+    idle = [series({"namespace": "default", "pod": f"embed-{k}", "vdevice_index": "0"}, dict.fromkeys(range(60), 2), START, STEP)
             for k in range(2)]  # the first hour of each pod's container below 10%
     report = _fractional_report(tmp_path, {
-        "pods-labelled": [series(mine, dict.fromkeys(every, 2), START, STEP)],
-        "pods-running": [series(mine, dict.fromkeys(every, 2), START, STEP)],
+        **pods("embed", 2),
         "utilisation-hami": [series(mine, dict.fromkeys(every, 2), START, STEP)],
         "idle-hami-10": idle,
         "memory-hami": [series({**mine, "mib": "2048"}, {STEPS - 1: 2 * STEPS}, START, STEP)],
@@ -337,8 +365,7 @@ def test_fractional_pools_are_read_from_hamis_per_container_series(tmp_path: Pat
 def test_fractional_pools_without_hami_series_are_unknown_with_the_missing_series(tmp_path: Path) -> None:
     mine = {"namespace": "default", WL: "embed"}
     report = _fractional_report(tmp_path, {
-        "pods-labelled": [series(mine, dict.fromkeys(range(STEPS), 2), START, STEP)],
-        "pods-running": [series(mine, dict.fromkeys(range(STEPS), 2), START, STEP)],
+        **pods("embed", 2),
         "utilisation-dcgm": [series(mine, dict.fromkeys(range(STEPS), 2), START, STEP)],  # not read for HAMi pools
     })
     [embed] = report["workloads"]  # type: ignore[misc]
@@ -349,13 +376,16 @@ def test_fractional_pools_without_hami_series_are_unknown_with_the_missing_serie
 
 
 def test_a_node_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_query(spec: Path) -> None:
+    """A node whose steps are not one run is asked for again by name: a name that is no Kubernetes name is
+    refused before it reaches a query."""
     from gpustack.report.client import ReportError
 
     answers = _answers()
-    answers.answers["reserved-nodes"] = [series({"node": 'n1"} or vector(1) or {x="'}, {STEPS - 1: 1}, START, STEP)]
     loaded = load_spec(spec)
     plan = build_plan(loaded)
-    with pytest.raises(ReportError, match="reserved-nodes / reserved-pods: not a DNS name"):
+    answers.answers["pool-nodes"] += spans({"node": 'n1"} or vector(1) or {x="', POOL: plan.target("aws-prod").pools[0].name},
+                                           0, STEPS, steps=STEPS - 1)
+    with pytest.raises(ReportError, match="query pool-nodes: node not a DNS name"):
         build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
                      spec_planner(str(spec), (), spec.parent, plan))
     assert not any("vector(1)" in query for query in answers.promql)

@@ -17,8 +17,8 @@ import math
 from collections import Counter
 
 from gpustack.plan.model import Pool, TargetPlan
-from gpustack.report import fetch, measure, queries
-from gpustack.report.client import ReportError, Source
+from gpustack.report import fetch, join, measure, queries
+from gpustack.report.client import Source
 from gpustack.report.model import Finding, PoolReport, WorkloadReport
 from gpustack.report.window import Window
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Workload
@@ -73,17 +73,17 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
 
     # Independent queries run side by side (Prometheus evaluates each on one core); results are taken in a
     # fixed order, so the report does not depend on which answer comes first.
+    pod = ("namespace", "pod", "uid")
     with concurrent.futures.ThreadPoolExecutor(QUERY_CONCURRENCY) as pool:
-        labelled_f = pool.submit(fetch.present, source,
-                                 functools.partial(queries.pods_labelled, by_namespace=by_namespace), window, by)
-        running_f = pool.submit(fetch.dense, source, queries.pods_running(step, by_namespace), window, by)
+        labels_f = pool.submit(fetch.spans, source, queries.pod_labels(step, by_namespace), window,
+                               (*pod, queries.WORKLOAD))
+        running_f = pool.submit(fetch.spans, source, queries.pod_running(step, by_namespace), window, pod)
         pool_names = [p.name for p in plan.pools]
         reserved = [p.name for p in plan.pools if p.reserved_nodes > 0]
-        nodes_f = pool.submit(fetch.dense, source, queries.pool_nodes(step, pool_names), window, (queries.POOL,)) \
-            if pool_names else None
-        busy_f = pool.submit(fetch.dense, source, functools.partial(_busy_query, source, window, reserved,
-                                                                    by_namespace), window, (queries.POOL,)) \
-            if reserved else None
+        nodes_f = pool.submit(fetch.spans, source, queries.pool_nodes(step, pool_names), window,
+                              ("node", queries.POOL)) if pool_names else None
+        placed_f = pool.submit(fetch.spans, source, queries.pod_placed(step, by_namespace), window,
+                               (*pod, "node")) if reserved else None
         present_f, memory_f, idle_f = {}, {}, {}
         for name in sorted({exporter(plan, w.name) for w in workloads}):
             mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
@@ -97,45 +97,33 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
             for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
                 group = {ns: [w for w in names if _below(by_name[w]) == below] for ns, names in mine.items()}
                 group = {ns: names for ns, names in group.items() if names}
-                idle_f[(name, below)] = pool.submit(fetch.idle_steps, source,
-                                                    queries.idle_samples(name, step, group, below), window, by,
-                                                    min_steps)
+                idle_f[(name, below)] = pool.submit(fetch.steps_of, source,
+                                                    queries.idle_samples(name, step, group, below), window)
         try:
-            labelled = labelled_f.result()
-            running = running_f.result()
+            pods = join.Pods(labels_f.result(), running_f.result())
             nodes = nodes_f.result() if nodes_f else {}
-            busy = busy_f.result() if busy_f else {}
+            placed = placed_f.result() if placed_f else {}
             present = {k: f.result() for k, f in present_f.items()}
             memory = {k: f.result() for k, f in memory_f.items()}
-            idle = {k: f.result() for k, f in idle_f.items()}
+            idle_series = {k: f.result() for k, f in idle_f.items()}
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the answer: ask nothing more
             raise
 
+    labelled = pods.workloads()
+    running = pods.replicas(window.steps)
+    idle = {k: pods.idle_steps(v, min_steps) for k, v in idle_series.items()}
+    busy = join.busy_nodes(nodes, placed, pods.serving(), reserved, window.steps) if reserved else {}
     findings: list[Finding] = []
     reports = []
     for w in sorted(workloads, key=lambda w: w.name):
         key = (w.namespace, w.name)
         via = exporter(plan, w.name)
         reports.append(_workload(w, plan, window, floor_quantile, key in labelled, running.get(key),
-                                 key in present[via], memory[via].get(key), idle[(via, _below(w))].get(key, 0),
-                                 via, findings))
-    pools = _pools(plan, window, nodes, busy, findings)
+                                 key in present[via], memory[via].get(key),
+                                 idle.get((via, _below(w)), {}).get(key, 0), via, findings))
+    pools = _pools(plan, window, join.pool_nodes(nodes, window.steps), busy, findings)
     return Observed(tuple(reports), pools, tuple(findings))
-
-
-def _busy_query(source: Source, window: Window, reserved: list[str], by_namespace: dict[str, list[str]],
-                first: int, last: int, span: str) -> queries.Query | None:
-    """The busy-nodes query of one chunk, reading only the pods placed on the reserved pools' nodes in it (two
-    single evaluations find them), or None when the chunk has none."""
-    at = window.step_end(last - 1)
-    try:
-        nodes = fetch.names_at(source, queries.reserved_nodes(span, reserved), at, window.step, "node")
-        pods = fetch.names_at(source, queries.reserved_pods(span, nodes, by_namespace), at, window.step, "pod") \
-            if nodes else []
-        return queries.pool_nodes_busy(f"{window.step}s", reserved, by_namespace, pods) if pods else None
-    except ValueError as exc:  # a name from the answer that is no Kubernetes name: never put into a query
-        raise ReportError(f"query reserved-nodes / reserved-pods: {exc}") from None
 
 
 def _below(workload: Workload) -> float:

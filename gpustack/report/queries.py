@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 WORKLOAD = "label_gpustack_dev_workload"
 POOL = "label_gpustack_dev_pool"
@@ -53,14 +53,7 @@ def _alternatives(names: Iterable[str]) -> str:
 
 def workload_pods(step: str, by_namespace: Mapping[str, Iterable[str]], keep: str = "namespace, pod, uid") -> str:
     """One series per pod of the workloads (namespace -> names), labelled with its workload."""
-    return f"max by ({keep}, {WORKLOAD}) ({_labelled(step, by_namespace)})"
-
-
-def _labelled(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
-    """The workloads' kube_pod_labels series in the step, as they are (the right side of `and`)."""
-    parts = [f'kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"}}'
-             for ns, names in sorted(by_namespace.items())]
-    return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
+    return f"max by ({keep}, {WORKLOAD}) ({labelled(step, by_namespace)})"
 
 
 def _namespaces(by_namespace: Mapping[str, Iterable[str]]) -> str:
@@ -68,22 +61,90 @@ def _namespaces(by_namespace: Mapping[str, Iterable[str]]) -> str:
     return f'namespace=~"{_alternatives(by_namespace)}"'
 
 
-def _running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
-    """Pods Running in the step, as the right side of `and` (a set operation: duplicates there are harmless, and
-    no aggregation per step is needed)."""
-    return (f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}[{step}]) == 1)')
+def _only(label: str, values: Iterable[str]) -> str:
+    """A further matcher narrowing a selector to these values of `label` (none given: no matcher)."""
+    chosen = list(values)
+    return f', {label}=~"{_alternatives(chosen)}"' if chosen else ""
 
 
-def pods_labelled(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pods-labelled", f"count by (namespace, {WORKLOAD}) ({workload_pods(step, by_namespace)})",
-                 "kube-state-metrics kube_pod_labels")
+# Per-step expressions: a value in each step in which a series is present (one-step ranges, no lookback).
+def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], uids: Iterable[str] = ()) -> str:
+    """The workloads' kube_pod_labels series in the step, one selector per namespace."""
+    only = _only("uid", uids)
+    parts = [f'kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"{only}}}'
+             for ns, names in sorted(by_namespace.items())]
+    return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
 
 
-def pods_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pods-running",
-                 f"count by (namespace, {WORKLOAD}) ({workload_pods(step, by_namespace)} and on (namespace, pod, uid) "
-                 f"{_running(step, by_namespace)})",
-                 "kube-state-metrics kube_pod_status_phase, kube_pod_labels")
+def running(step: str, by_namespace: Mapping[str, Iterable[str]], uids: Iterable[str] = ()) -> str:
+    """The pods of the namespaces whose phase is Running in the step."""
+    return (f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}'
+            f'{_only("uid", uids)}}}[{step}]) == 1)')
+
+
+def placed(step: str, by_namespace: Mapping[str, Iterable[str]], uids: Iterable[str] = ()) -> str:
+    """The pods of the namespaces and the node each is placed on in the step."""
+    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}{_only("uid", uids)}}}[{step}])'
+
+
+def labelled_nodes(step: str, pools: Iterable[str], nodes: Iterable[str] = ()) -> str:
+    """The nodes labelled with the pools in the step."""
+    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"{_only("node", nodes)}}}[{step}])'
+
+
+SPAN_STAT = "gpustack_span"
+
+
+def _span_stats(name: str, per_step: str, span: str, step: str, source: str) -> Query:
+    """Per series of `per_step`, in a chunk of the window (`span`: its range, evaluated once at its end): how many
+    steps have a value, and the end of the first and of the last of them. When the count fills first..last, the
+    series is present in exactly that run of steps: a chunk of a pod's or node's life is three numbers, not a
+    point per step, and the server evaluates no join (the report joins the runs, gpustack/report/join.py)."""
+    def stat(function: str, inner: str, tag: str) -> str:
+        return f'label_replace({function}(({inner})[{span}:{step}]), "{SPAN_STAT}", "{tag}", "", "")'
+    return Query(name, " or ".join((stat("count_over_time", per_step, "steps"),
+                                    stat("min_over_time", f"timestamp({per_step})", "first"),
+                                    stat("max_over_time", f"timestamp({per_step})", "last"))), source)
+
+
+KSM_LABELS = "kube-state-metrics kube_pod_labels"
+KSM_PHASE = "kube-state-metrics kube_pod_status_phase"
+KSM_INFO = "kube-state-metrics kube_pod_info"
+KSM_NODE_LABELS = "kube-state-metrics kube_node_labels"
+
+
+@dataclasses.dataclass(frozen=True)
+class Spans:
+    """A family of series read as runs of steps: the chunk's statistics, and the same series at every step for
+    the few whose steps in a chunk are not one run (a missed scrape), narrowed by `narrow` (their uid or node)."""
+
+    name: str
+    narrow: str
+    per_step: Callable[[Iterable[str]], str]  # the narrowing values (none: every series) -> per-step expression
+    source: str
+
+    def stats(self, span: str, step: str) -> Query:
+        return _span_stats(self.name, self.per_step(()), span, step, self.source)
+
+    def steps(self, values: Iterable[str]) -> Query:
+        return Query(f"{self.name}-steps", self.per_step(values), self.source)
+
+
+def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Spans:
+    return Spans("pod-labels", "uid", lambda uids: labelled(step, by_namespace, uids), KSM_LABELS)
+
+
+def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Spans:
+    return Spans("pod-running", "uid", lambda uids: running(step, by_namespace, uids), KSM_PHASE)
+
+
+def pod_placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Spans:
+    return Spans("pod-placed", "uid", lambda uids: placed(step, by_namespace, uids), KSM_INFO)
+
+
+def pool_nodes(step: str, pools: Iterable[str]) -> Spans:
+    chosen = list(pools)
+    return Spans("pool-nodes", "node", lambda nodes: labelled_nodes(step, chosen, nodes), KSM_NODE_LABELS)
 
 
 def dcgm_utilisation(step: str, namespaces: str) -> str:
@@ -117,12 +178,10 @@ def utilisation_present(exporter: str, step: str, by_namespace: Mapping[str, Ite
 
 
 def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], below: float) -> Query:
-    """Per utilisation series, a point in each step where it is below `below` while its pod runs."""
-    mine = workload_pods(step, by_namespace, keep="namespace, pod")
-    quiet = f"({UTILISATION[exporter](step, _namespaces(by_namespace))} < {below:g})"
-    return Query(f"idle-{exporter}-{below:g}",
-                 f"({quiet} and on (namespace, pod) {_running(step, by_namespace)}) * on (namespace, pod) "
-                 f"group_left ({WORKLOAD}) {mine}", SOURCES[exporter])
+    """Per utilisation series of the namespaces, a point in each step where it is below `below`. Whether its pod
+    ran in that step, and for which workload, the report joins from `pod-running` and `pod-labels`."""
+    return Query(f"idle-{exporter}-{below:g}", f"({UTILISATION[exporter](step, _namespaces(by_namespace))} < {below:g})",
+                 SOURCES[exporter])
 
 
 def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
@@ -134,40 +193,3 @@ def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[s
     per_step = (f'count_values by (namespace, {WORKLOAD}) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))} '
                 f"* on (namespace, pod) group_left ({WORKLOAD}) {mine})")
     return Query(f"memory-{exporter}", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
-
-
-def pool_nodes(step: str, pools: Iterable[str]) -> Query:
-    return Query("pool-nodes",
-                 f"count by ({POOL}) (max by (node, {POOL}) (max_over_time(kube_node_labels{{{POOL}=~"
-                 f'"{_alternatives(pools)}"}}[{step}])))', "kube-state-metrics kube_node_labels")
-
-
-def pool_nodes_busy(step: str, pools: Iterable[str], by_namespace: Mapping[str, Iterable[str]],
-                    pods: Iterable[str] = ()) -> Query:
-    """Nodes of the pools that run at least one running pod of the spec's workloads, per step. `pods`: the
-    names of the pods on those pools' nodes (`reserved_pods`), so only their series are read, not every pod's
-    of the namespaces."""
-    only = f', pod=~"{_alternatives(pods)}"' if pods else ""
-    nodes = f'max by (node, {POOL}) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}]))'
-    placed = f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}{only}}}[{step}])'
-    running = f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}{only}}}[{step}]) == 1)'
-    labelled = " or ".join(
-        f'max_over_time(kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"{only}}}[{step}])'
-        for ns, names in sorted(by_namespace.items()))
-    # `and` keeps the left side's labels (node); one-to-one `*` with on() would keep only the on() labels. A set
-    # operation needs no aggregation per step: `count by (node)` only asks whether a node has any.
-    pods_of = f"{placed} and on (namespace, pod, uid) {running} and on (namespace, pod, uid) ({labelled})"
-    return Query("pool-nodes-busy", f"count by ({POOL}) ({nodes} and on (node) count by (node) ({pods_of}))",
-                 "kube-state-metrics kube_node_labels, kube_pod_info, kube_pod_status_phase, kube_pod_labels")
-
-
-def reserved_nodes(window: str, pools: Iterable[str]) -> Query:
-    """The nodes of the pools in a chunk of the window (`window`: its range, evaluated at its end)."""
-    return Query("reserved-nodes", f'max by (node) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}'
-                                   f"[{window}]))", "kube-state-metrics kube_node_labels")
-
-
-def reserved_pods(window: str, nodes: Iterable[str], by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    """The pods of the workloads' namespaces placed on `nodes` in a chunk of the window."""
-    return Query("reserved-pods", f'max by (pod) (max_over_time(kube_pod_info{{node=~"{_alternatives(nodes)}", '
-                                  f"{_namespaces(by_namespace)}}}[{window}]))", "kube-state-metrics kube_pod_info")
