@@ -261,7 +261,8 @@ def run_report(spec_path: Path, url: str, days: int, out: Path, code: Path | Non
     env = dict(os.environ, PYTHONPATH=str(code or ROOT))
     started = time.perf_counter()
     with out.open("wb") as stdout, (out.parent / "report.stderr").open("wb") as stderr:
-        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env)
+        # From the code's folder: `python -m` puts the working directory first on the import path.
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env, cwd=code or ROOT)
         timer = threading.Timer(REPORT_TIMEOUT_S, process.kill)  # bounded: the figure is then the timeout
         timer.start()
         _, status, usage = os.wait4(process.pid, 0)
@@ -407,7 +408,7 @@ def main(argv: list[str] | None = None) -> None:
     if PROMTOOL is None or shutil.which("prometheus") is None:
         raise SystemExit("promtool and prometheus are needed (Debian's prometheus package: make promtool)")
 
-    workdir = args.keep or Path(tempfile.mkdtemp(prefix="gpustack-bench-report-"))
+    workdir = (args.keep or Path(tempfile.mkdtemp(prefix="gpustack-bench-report-"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     data_dir = workdir / "tsdb"
     spec_path = workdir / "bench.yaml"

@@ -92,9 +92,9 @@ def _answers() -> NamedAnswers:
     plan = build_plan(load_text(SPEC, "spec.yaml")).target("aws-prod")
     idle = [series({"namespace": "default", "pod": f"lab-{k}", "gpu": "0"}, dict.fromkeys(every, 3), START, STEP)
             for k in range(4)]
-    # memory: samples per value over the window, one point at its end
-    memory = [series({"namespace": "default", WL: "embed", "mib": "1000"}, {STEPS - 1: STEPS}, START, STEP),
-              series({"namespace": "default", WL: "chat", "mib": "9000"}, {STEPS - 1: 2 * STEPS}, START, STEP)]
+    # memory: samples per pod and value over the window, one point at its end
+    memory = [series({"namespace": "default", "pod": "embed-0", "mib": "1000"}, {STEPS - 1: STEPS}, START, STEP),
+              series({"namespace": "default", "pod": "chat-0", "mib": "9000"}, {STEPS - 1: 2 * STEPS}, START, STEP)]
     nodes = [answer for p in plan.pools for k in range(max(p.min_nodes, 1))
              for answer in spans({"node": f"{p.name}-{k}", POOL: p.name})]
     return NamedAnswers({
@@ -354,7 +354,8 @@ def test_fractional_pools_are_read_from_hamis_per_container_series(tmp_path: Pat
         **pods("embed", 2),
         "utilisation-hami": [series(mine, dict.fromkeys(every, 2), START, STEP)],
         "idle-hami-10": idle,
-        "memory-hami": [series({**mine, "mib": "2048"}, {STEPS - 1: 2 * STEPS}, START, STEP)],
+        "memory-hami": [series({"namespace": "default", "pod": "embed-0", "mib": "2048"}, {STEPS - 1: 2 * STEPS}, START,
+                                      STEP)],
     })
     [embed] = report["workloads"]  # type: ignore[misc]
     assert embed["gpus_per_replica"] == 0.5

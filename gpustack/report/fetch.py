@@ -109,26 +109,37 @@ def present(source: Source, query_over: Callable[[str], Query], window: Window, 
     return found
 
 
-def value_counts(source: Source, query_over: Callable[[str], Query], window: Window, by: tuple[str, ...], label: str
+def value_counts(source: Source, query_over: Callable[[str], Query], window: Window, by: tuple[str, ...], label: str,
+                 chunk_keys: Callable[[int, int, dict[Key, Counter[float]]], dict[Key, Counter[float]]] | None = None
                  ) -> dict[Key, Counter[float]]:
     """Per `by` labels, how many samples held each value (the value is in `label`): `query_over(range)` sums a
     per-step count over `range` in a subquery, evaluated once at the end of each chunk of the window (so the
-    server holds one chunk at a time); the chunks' counts are added. The range is the chunk less half a step,
-    so the subquery's evaluations are exactly the chunk's step ends whether the server's ranges include
-    their start (Prometheus 2) or not (3)."""
+    server holds one chunk at a time); the chunks' counts are added, each chunk's first mapped by
+    `chunk_keys(first, last, counts)` when given. The range is the chunk less half a step, so the subquery's
+    evaluations are exactly the chunk's step ends whether the server's ranges include their start
+    (Prometheus 2) or not (3)."""
     out: dict[Key, Counter[float]] = {}
     for first, last in window.chunks(CHUNK_STEPS):
-        query = query_over(f"{(last - first) * window.step - window.step // 2}s")
-        at = window.step_end(last - 1)
-        for series in source.range_query(query.name, query.promql, at, at, window.step):
-            labels = series["metric"]
-            try:
-                value = float(labels[label])
-            except (KeyError, ValueError):
-                raise ReportError(f"query {query.name}: a series has no numeric {label!r} label") from None
-            counts = out.setdefault(_key(labels, by), Counter())
-            for _, text in series["values"]:
-                counts[value] += int(_number(text, query))
+        chunk = chunk_value_counts(source, query_over(f"{(last - first) * window.step - window.step // 2}s"),
+                                   window.step_end(last - 1), window.step, by, label)
+        for key, counts in (chunk_keys(first, last, chunk) if chunk_keys else chunk).items():
+            out.setdefault(key, Counter()).update(counts)
+    return out
+
+
+def chunk_value_counts(source: Source, query: Query, at: int, step: int, by: tuple[str, ...], label: str
+                       ) -> dict[Key, Counter[float]]:
+    """`value_counts` of one chunk, its query evaluated once at `at`."""
+    out: dict[Key, Counter[float]] = {}
+    for series in source.range_query(query.name, query.promql, at, at, step):
+        labels = series["metric"]
+        try:
+            value = float(labels[label])
+        except (KeyError, ValueError):
+            raise ReportError(f"query {query.name}: a series has no numeric {label!r} label") from None
+        counts = out.setdefault(_key(labels, by), Counter())
+        for _, text in series["values"]:
+            counts[value] += int(_number(text, query))
     return out
 
 

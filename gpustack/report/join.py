@@ -88,6 +88,19 @@ class Pods:
         self._running_by_name = {k: merge(v) for k, v in self._running_by_name.items()}
         self._workloads_by_name = {k: {w: merge(r) for w, r in v.items()} for k, v in self._workloads_by_name.items()}
 
+    def sole_workload(self, name: Key, first: int, last: int) -> str | None:
+        """The workload a pod of this (namespace, pod) name is labelled with in every step first..last - 1, when
+        no other workload's pod has the name in them; None otherwise."""
+        owners = [(w, runs) for w, runs in self._workloads_by_name.get(name, {}).items()
+                  if intersect(runs, [(first, last)])]
+        if len(owners) == 1 and intersect(owners[0][1], [(first, last)]) == [(first, last)]:
+            return owners[0][0]
+        return None
+
+    def named_in(self, name: Key, first: int, last: int) -> bool:
+        """Whether a pod of this name is labelled with a workload in some step first..last - 1."""
+        return any(intersect(runs, [(first, last)]) for runs in self._workloads_by_name.get(name, {}).values())
+
     def workloads(self) -> set[Key]:
         """(namespace, workload) of every workload with a labelled pod."""
         return {(namespace, workload) for namespace, _, _, workload in self.labelled}

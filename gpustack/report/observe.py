@@ -15,10 +15,11 @@ import dataclasses
 import functools
 import math
 from collections import Counter
+from collections.abc import Callable
 
 from gpustack.plan.model import Pool, TargetPlan
 from gpustack.report import fetch, join, measure, queries
-from gpustack.report.client import Source
+from gpustack.report.client import ReportError, Source
 from gpustack.report.model import Finding, PoolReport, WorkloadReport
 from gpustack.report.window import Window
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Workload
@@ -84,6 +85,7 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
                               ("node", queries.POOL)) if pool_names else None
         placed_f = pool.submit(fetch.spans, source, queries.pod_placed(step, by_namespace), window,
                                (*pod, "node")) if reserved else None
+        named = functools.cache(lambda: join.Pods(labels_f.result(), {}))  # for memory, in its worker threads
         present_f, memory_f, idle_f = {}, {}, {}
         for name in sorted({exporter(plan, w.name) for w in workloads}):
             mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
@@ -93,7 +95,8 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
                                           window, by)
             memory_f[name] = pool.submit(fetch.value_counts, source,
                                          functools.partial(queries.memory_values, name, step, by_namespace=mine),
-                                         window, by, "mib")
+                                         window, ("namespace", "pod"), "mib",
+                                         functools.partial(_memory_owners, source, window, name, mine, named))
             for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
                 group = {ns: [w for w in names if _below(by_name[w]) == below] for ns, names in mine.items()}
                 group = {ns: names for ns, names in group.items() if names}
@@ -124,6 +127,34 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
                                  idle.get((via, _below(w)), {}).get(key, 0), via, findings))
     pools = _pools(plan, window, join.pool_nodes(nodes, window.steps), busy, findings)
     return Observed(tuple(reports), pools, tuple(findings))
+
+
+def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, list[str]],
+                   named: Callable[[], join.Pods], first: int, last: int,
+                   counts: dict[fetch.Key, Counter[float]]) -> dict[fetch.Key, Counter[float]]:
+    """One chunk's memory counts per (namespace, pod), as counts per (namespace, workload): a pod labelled with
+    one workload in every step of the chunk is that workload's; the pods labelled in only part of it are
+    asked again with the per-step join, so every sample goes where its step's labels say."""
+    pods = named()
+    out: dict[fetch.Key, Counter[float]] = {}
+    partly = set()
+    for (namespace, pod), counted in counts.items():
+        owner = pods.sole_workload((namespace, pod), first, last)
+        if owner is not None:
+            out.setdefault((namespace, owner), Counter()).update(counted)
+        elif pods.named_in((namespace, pod), first, last):
+            partly.add(pod)
+    if partly:
+        try:
+            query = queries.memory_values_joined(via, f"{window.step}s",
+                                                 f"{(last - first) * window.step - window.step // 2}s", mine, sorted(partly))
+        except ValueError as exc:  # a pod name from the answer that is no Kubernetes name: never put into a query
+            raise ReportError(f"query memory-{via}: pod {exc}") from None
+        joined = fetch.chunk_value_counts(source, query, window.step_end(last - 1), window.step,
+                                          ("namespace", queries.WORKLOAD), "mib")
+        for key, counted in joined.items():
+            out.setdefault(key, Counter()).update(counted)
+    return out
 
 
 def _below(workload: Workload) -> float:

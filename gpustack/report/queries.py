@@ -68,9 +68,10 @@ def _only(label: str, values: Iterable[str]) -> str:
 
 
 # Per-step expressions: a value in each step in which a series is present (one-step ranges, no lookback).
-def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], uids: Iterable[str] = ()) -> str:
+def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], uids: Iterable[str] = (),
+             pods: Iterable[str] = ()) -> str:
     """The workloads' kube_pod_labels series in the step, one selector per namespace."""
-    only = _only("uid", uids)
+    only = _only("uid", uids) + _only("pod", pods)
     parts = [f'kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"{only}}}'
              for ns, names in sorted(by_namespace.items())]
     return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
@@ -185,11 +186,22 @@ def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[s
 
 
 def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    """How many of the workload's memory samples in `window` (a subquery range, gpustack/report/fetch.py
+    """How many of each pod's memory samples in `window` (a subquery range, gpustack/report/fetch.py
     `value_counts`) held each value: `count_values` per step (the value as a label), summed over the steps,
-    so the answer is one point per workload and value, and the percentile over every sample is exact
-    without one series per GPU."""
-    mine = workload_pods(step, by_namespace, keep="namespace, pod")
-    per_step = (f'count_values by (namespace, {WORKLOAD}) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))} '
-                f"* on (namespace, pod) group_left ({WORKLOAD}) {mine})")
+    so the answer is one point per pod and value, and the percentile over every sample is exact without one
+    series per GPU. A pod labelled with one workload in every step of the chunk is that workload's (the report
+    joins it, gpustack/report/join.py); the others are asked for with `memory_values_joined`."""
+    per_step = f'count_values by (namespace, pod) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))})'
     return Query(f"memory-{exporter}", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
+
+
+def memory_values_joined(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]],
+                         pods: Iterable[str]) -> Query:
+    """`memory_values` per workload for `pods`, those labelled in only part of the chunk (created or deleted in
+    it): each step's sample goes to the workload whose kube_pod_labels has the pod in that step."""
+    chosen = list(pods)
+    mine = f"max by (namespace, pod, {WORKLOAD}) ({labelled(step, by_namespace, pods=chosen)})"
+    per_step = (f'count_values by (namespace, {WORKLOAD}) ("mib", '
+                f"{MEMORY[exporter](step, _namespaces(by_namespace) + _only('pod', chosen))} "
+                f"* on (namespace, pod) group_left ({WORKLOAD}) {mine})")
+    return Query(f"memory-{exporter}-joined", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
