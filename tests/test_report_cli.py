@@ -53,16 +53,11 @@ STEP, STEPS = 60, 1440
 START = END - STEPS * STEP
 WL = "label_gpustack_dev_workload"
 POOL = "label_gpustack_dev_pool"
-SPAN = "gpustack_span"
 
 
-def spans(labels: dict[str, str], first: int = 0, end: int = STEPS, steps: int | None = None) -> list[dict[str, object]]:
-    """What a span query answers for one series present in steps first..end - 1 of the day (`steps`: how many
-    of them have a value, when not all)."""
-    at = START + STEPS * STEP
-    stats = {"steps": end - first if steps is None else steps, "first": START + (first + 1) * STEP,
-             "last": START + end * STEP}
-    return [{"metric": {**labels, SPAN: tag}, "values": [[at, str(value)]]} for tag, value in stats.items()]
+def spans(labels: dict[str, str], first: int = 0, end: int = STEPS) -> list[dict[str, object]]:
+    """A series with a value in steps first..end - 1 of the day."""
+    return [series(labels, dict.fromkeys(range(first, end), 1), START, STEP)]
 
 
 def pods(workload: str, count: int, namespace: str = "default") -> dict[str, list[dict[str, object]]]:
@@ -293,13 +288,11 @@ def test_docs_hold_the_queries_as_sent() -> None:
 
     docs = (ROOT / "docs" / "report.md").read_text()
     mine = {"default": ["chat", "notebooks"]}
-    nodes = queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"])
-    for query in (queries.pod_labels("60s", mine).stats("86370s", "60s"),
-                  queries.pod_running("60s", mine).stats("86370s", "60s"),
-                  queries.pod_placed("60s", mine).stats("86370s", "60s"), nodes.stats("86370s", "60s"),
-                  queries.pod_running("60s", mine).steps(["3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b"]),
+    for query in (queries.pod_labels("60s", mine), queries.pod_running("60s", mine), queries.pod_placed("60s", mine),
+                  queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"]),
                   queries.idle_samples("dcgm", "60s", mine, 10),
-                  queries.memory_values("dcgm", "60s", "86370s", mine)):
+                  queries.memory_values("dcgm", "60s", "86370s", mine),
+                  queries.memory_values_joined("dcgm", "60s", "86370s", mine, ["chat-7d9f8b6c5d-x2k4q"])):
         assert f"# {query.name}\n{query.promql}\n" in docs, query.name
 
 
@@ -376,17 +369,18 @@ def test_fractional_pools_without_hami_series_are_unknown_with_the_missing_serie
     assert any("hami_vgpu_memory_used_bytes" in m for m in messages)
 
 
-def test_a_node_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_query(spec: Path) -> None:
-    """A node whose steps are not one run is asked for again by name: a name that is no Kubernetes name is
-    refused before it reaches a query."""
+def test_a_pod_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_query(spec: Path) -> None:
+    """A pod labelled in only part of a chunk has its memory asked for again by name: a name that is no
+    Kubernetes name is refused before it reaches a query."""
     from gpustack.report.client import ReportError
 
     answers = _answers()
+    bad = {"namespace": "default", "pod": 'x"} or vector(1) or {x="'}
+    answers.answers["pod-labels"] += spans({**bad, "uid": "u-bad", WL: "chat"}, 0, STEPS // 2)
+    answers.answers["memory-dcgm"].append(series({**bad, "mib": "100"}, {STEPS - 1: 10}, START, STEP))
     loaded = load_spec(spec)
     plan = build_plan(loaded)
-    answers.answers["pool-nodes"] += spans({"node": 'n1"} or vector(1) or {x="', POOL: plan.target("aws-prod").pools[0].name},
-                                           0, STEPS, steps=STEPS - 1)
-    with pytest.raises(ReportError, match="query pool-nodes: node not a DNS name"):
+    with pytest.raises(ReportError, match="query memory-dcgm: pod not a DNS name"):
         build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
                      spec_planner(str(spec), (), spec.parent, plan))
     assert not any("vector(1)" in query for query in answers.promql)

@@ -27,38 +27,13 @@ def test_steps_cover_every_chunk() -> None:
     assert [(s, e) for _, s, e in source.asked] == [(60, 86_400), (86_460, 172_800), (172_860, 180_000)]
 
 
-def _stats(labels: dict[str, str], at: int, steps: int, first: int, last: int) -> list[dict[str, object]]:
-    """A span answer at `at`: the steps with a value and the ends of the first and last of them."""
-    return [{"metric": {**labels, queries.SPAN_STAT: tag}, "values": [[at, str(value)]]}
-            for tag, value in (("steps", steps), ("first", (first + 1) * 60), ("last", (last + 1) * 60))]
-
-
-class Spanned(Asked):
-    """Span statistics per chunk end, and the per-step answer for the narrowed query."""
-
-    def __init__(self, stats: list[dict[str, object]], steps: list[dict[str, object]]):
-        super().__init__({})
-        self.stats, self.steps = stats, steps
-
-    def range_query(self, name: str, query: str, start: int, end: int, step: int) -> list[dict[str, object]]:
-        self.asked.append((query, start, end))
-        chosen = self.steps if name.endswith("-steps") else [s for s in self.stats if s["values"][0][0] == end]
-        return [{"metric": s["metric"], "values": [v for v in s["values"] if start <= v[0] <= end]} for s in chosen]
-
-
-def test_spans_are_runs_and_a_series_with_a_gap_is_asked_again_at_every_step() -> None:
-    family = queries.pod_running("60s", {"default": ["chat"]})
-    whole = {"namespace": "default", "pod": "chat-a", "uid": "uid-a"}
-    gap = {"namespace": "default", "pod": "chat-b", "uid": "uid-b"}
-    day = 86_400
-    steps = [s for s in range(1_500, 1_600) if s != 1_550]  # a missed scrape in the second chunk
-    source = Spanned(_stats(whole, day, 1_440, 0, 1_439) + _stats(whole, 2 * day, 1_000, 1_440, 2_439)
-                     + _stats(gap, 2 * day, len(steps), steps[0], steps[-1]),
-                     [series(gap, dict.fromkeys(steps, 1), 0, 60)])
-    runs = fetch.spans(source, family, WINDOW, ("pod",))
-    assert runs == {("chat-a",): [(0, 2_440)], ("chat-b",): [(1_500, 1_550), (1_551, 1_600)]}
-    narrowed = [q for q, _, _ in source.asked if "uid=~" in q]
-    assert len(narrowed) == 1 and 'uid=~"uid-b"' in narrowed[0]  # only the series with a gap, only its chunk
+def test_spans_are_runs_across_chunks_and_a_missed_scrape_breaks_one() -> None:
+    steps = [s for s in range(1_400, 1_600) if s != 1_550]  # across the first day boundary, one scrape missed
+    source = Asked({"pod-running": [series({"namespace": "default", "pod": "chat-a", "uid": "u"},
+                                           dict.fromkeys(steps, 1), 0, 60)]})
+    runs = fetch.spans(source, queries.pod_running("60s", {"default": ["chat"]}), WINDOW, ("pod",))
+    assert runs == {("chat-a",): [(1_400, 1_550), (1_551, 1_600)]}
+    assert len(source.asked) == 3
 
 
 def test_value_counts_add_up_the_chunks_each_a_subquery_of_its_own_length() -> None:

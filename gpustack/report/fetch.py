@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from gpustack.report import join
 from gpustack.report.client import ReportError, Source
 from gpustack.report.join import Identity, Key
-from gpustack.report.queries import SPAN_STAT, Query, Spans
+from gpustack.report.queries import Query
 from gpustack.report.window import Window
 
 
@@ -22,15 +22,6 @@ from gpustack.report.window import Window
 # request must finish within the client's timeout on a busy server, per-series answers (a point per idle GPU
 # and step) stay a few hundred thousand points, and a subquery holds one chunk on the server at a time.
 CHUNK_STEPS = 1440
-
-
-def _chunk_points(source: Source, asked: Query, window: Window, first: int, last: int
-                  ) -> Iterator[tuple[dict[str, str], list[tuple[int, float]]]]:
-    """(labels, [(step index, value)]) of every series of one chunk of the window (steps first..last - 1)."""
-    start, end = window.step_end(first), window.step_end(last - 1)
-    for series in source.range_query(asked.name, asked.promql, start, end, window.step):
-        yield series["metric"], [(_index(moment, window, first, last, asked), _number(text, asked))
-                                 for moment, text in series["values"]]
 
 
 def _index(moment: float, window: Window, first: int, last: int, query: Query) -> int:
@@ -50,40 +41,21 @@ def _key(labels: dict[str, str], names: tuple[str, ...]) -> Key:
     return tuple(str(labels.get(name, "")) for name in names)
 
 
-def spans(source: Source, family: Spans, window: Window, by: tuple[str, ...]) -> dict[Key, join.Runs]:
-    """Per `by` labels, the runs of steps in which the family's series are present. Each chunk is asked once, at
-    its end, for each series' step count, first and last step (`Spans.stats`); a series whose count does not
-    fill first..last (a step without a sample) is asked again at every step of the chunk, narrowed to it by
-    its `family.narrow` label. Runs of series with equal keys are merged."""
+def _chunk_steps(source: Source, asked: Query, window: Window, first: int, last: int
+                 ) -> Iterator[tuple[dict[str, str], list[int]]]:
+    """(labels, ascending step indexes with a value) of every series of one chunk of the window."""
+    start, end = window.step_end(first), window.step_end(last - 1)
+    for series in source.range_query(asked.name, asked.promql, start, end, window.step):
+        yield series["metric"], sorted(_index(moment, window, first, last, asked) for moment, _ in series["values"])
+
+
+def spans(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> dict[Key, join.Runs]:
+    """Per `by` labels, the runs of steps in which the query's series have a value (series with equal keys
+    merged), folded chunk by chunk as the answers arrive: memory grows with the runs, not the points."""
     found: dict[Key, list[join.Run]] = {}
     for first, last in window.chunks(CHUNK_STEPS):
-        asked = family.stats(f"{(last - first) * window.step - window.step // 2}s", f"{window.step}s")
-        stats: dict[Identity, dict[str, float]] = {}
-        at = window.step_end(last - 1)
-        for series in source.range_query(asked.name, asked.promql, at, at, window.step):
-            labels = dict(series["metric"])
-            tag = str(labels.pop(SPAN_STAT, ""))
-            for _, text in series["values"]:
-                stats.setdefault(_identity(labels), {})[tag] = _number(text, asked)
-        broken: dict[Identity, str] = {}
-        for identity, stat in stats.items():
-            labels = dict(identity)
-            if set(stat) != {"steps", "first", "last"}:
-                raise ReportError(f"query {asked.name}: a series without its steps, first and last statistics")
-            begin = _index(stat["first"], window, first, last, asked)
-            end = _index(stat["last"], window, first, last, asked) + 1
-            if end - begin == round(stat["steps"]):
-                found.setdefault(_key(labels, by), []).append((begin, end))
-            else:
-                broken[identity] = labels.get(family.narrow, "")
-        if broken:
-            try:
-                again = family.steps(sorted(set(broken.values())))
-            except ValueError as exc:  # a label from the answer that is no Kubernetes name: never put into a query
-                raise ReportError(f"query {asked.name}: {family.narrow} {exc}") from None
-            for labels, points in _chunk_points(source, again, window, first, last):
-                if _identity(labels) in broken:
-                    found.setdefault(_key(labels, by), []).extend(join.runs_of(sorted(i for i, _ in points)))
+        for labels, steps in _chunk_steps(source, query, window, first, last):
+            found.setdefault(_key(labels, by), []).extend(join.runs_of(steps))
     return {key: join.merge(runs) for key, runs in found.items()}
 
 
@@ -92,8 +64,8 @@ def steps_of(source: Source, query: Query, window: Window) -> dict[Identity, arr
     points (e.g. the steps a GPU sat idle)."""
     out: dict[Identity, array.array[int]] = {}
     for first, last in window.chunks(CHUNK_STEPS):
-        for labels, points in _chunk_points(source, query, window, first, last):
-            out.setdefault(_identity(labels), array.array("l")).extend(sorted(i for i, _ in points))
+        for labels, steps in _chunk_steps(source, query, window, first, last):
+            out.setdefault(_identity(labels), array.array("l")).extend(steps)
     return out
 
 

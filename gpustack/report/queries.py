@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 WORKLOAD = "label_gpustack_dev_workload"
 POOL = "label_gpustack_dev_pool"
@@ -68,44 +68,27 @@ def _only(label: str, values: Iterable[str]) -> str:
 
 
 # Per-step expressions: a value in each step in which a series is present (one-step ranges, no lookback).
-def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], uids: Iterable[str] = (),
-             pods: Iterable[str] = ()) -> str:
-    """The workloads' kube_pod_labels series in the step, one selector per namespace."""
-    only = _only("uid", uids) + _only("pod", pods)
+def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> str:
+    """The workloads' kube_pod_labels series in the step, one selector per namespace (`pods`: only these)."""
+    only = _only("pod", pods)
     parts = [f'kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"{only}}}'
              for ns, names in sorted(by_namespace.items())]
     return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
 
 
-def running(step: str, by_namespace: Mapping[str, Iterable[str]], uids: Iterable[str] = ()) -> str:
+def running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
     """The pods of the namespaces whose phase is Running in the step."""
-    return (f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}'
-            f'{_only("uid", uids)}}}[{step}]) == 1)')
+    return f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}[{step}]) == 1)'
 
 
-def placed(step: str, by_namespace: Mapping[str, Iterable[str]], uids: Iterable[str] = ()) -> str:
+def placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
     """The pods of the namespaces and the node each is placed on in the step."""
-    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}{_only("uid", uids)}}}[{step}])'
+    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}[{step}])'
 
 
-def labelled_nodes(step: str, pools: Iterable[str], nodes: Iterable[str] = ()) -> str:
+def labelled_nodes(step: str, pools: Iterable[str]) -> str:
     """The nodes labelled with the pools in the step."""
-    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"{_only("node", nodes)}}}[{step}])'
-
-
-SPAN_STAT = "gpustack_span"
-
-
-def _span_stats(name: str, per_step: str, span: str, step: str, source: str) -> Query:
-    """Per series of `per_step`, in a chunk of the window (`span`: its range, evaluated once at its end): how many
-    steps have a value, and the end of the first and of the last of them. When the count fills first..last, the
-    series is present in exactly that run of steps: a chunk of a pod's or node's life is three numbers, not a
-    point per step, and the server evaluates no join (the report joins the runs, gpustack/report/join.py)."""
-    def stat(function: str, inner: str, tag: str) -> str:
-        return f'label_replace({function}(({inner})[{span}:{step}]), "{SPAN_STAT}", "{tag}", "", "")'
-    return Query(name, " or ".join((stat("count_over_time", per_step, "steps"),
-                                    stat("min_over_time", f"timestamp({per_step})", "first"),
-                                    stat("max_over_time", f"timestamp({per_step})", "last"))), source)
+    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}])'
 
 
 KSM_LABELS = "kube-state-metrics kube_pod_labels"
@@ -114,38 +97,24 @@ KSM_INFO = "kube-state-metrics kube_pod_info"
 KSM_NODE_LABELS = "kube-state-metrics kube_node_labels"
 
 
-@dataclasses.dataclass(frozen=True)
-class Spans:
-    """A family of series read as runs of steps: the chunk's statistics, and the same series at every step for
-    the few whose steps in a chunk are not one run (a missed scrape), narrowed by `narrow` (their uid or node)."""
-
-    name: str
-    narrow: str
-    per_step: Callable[[Iterable[str]], str]  # the narrowing values (none: every series) -> per-step expression
-    source: str
-
-    def stats(self, span: str, step: str) -> Query:
-        return _span_stats(self.name, self.per_step(()), span, step, self.source)
-
-    def steps(self, values: Iterable[str]) -> Query:
-        return Query(f"{self.name}-steps", self.per_step(values), self.source)
+# The pods and nodes, each series at every step and nothing else: one selector per query, no join on the
+# server (Prometheus would evaluate a join at every step, for every series). The report folds each answer
+# into runs of steps and joins the runs itself (gpustack/report/join.py): which pods of which workload ran,
+# on which nodes of which pool.
+def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
+    return Query("pod-labels", labelled(step, by_namespace), KSM_LABELS)
 
 
-def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Spans:
-    return Spans("pod-labels", "uid", lambda uids: labelled(step, by_namespace, uids), KSM_LABELS)
+def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
+    return Query("pod-running", running(step, by_namespace), KSM_PHASE)
 
 
-def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Spans:
-    return Spans("pod-running", "uid", lambda uids: running(step, by_namespace, uids), KSM_PHASE)
+def pod_placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
+    return Query("pod-placed", placed(step, by_namespace), KSM_INFO)
 
 
-def pod_placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Spans:
-    return Spans("pod-placed", "uid", lambda uids: placed(step, by_namespace, uids), KSM_INFO)
-
-
-def pool_nodes(step: str, pools: Iterable[str]) -> Spans:
-    chosen = list(pools)
-    return Spans("pool-nodes", "node", lambda nodes: labelled_nodes(step, chosen, nodes), KSM_NODE_LABELS)
+def pool_nodes(step: str, pools: Iterable[str]) -> Query:
+    return Query("pool-nodes", labelled_nodes(step, pools), KSM_NODE_LABELS)
 
 
 def dcgm_utilisation(step: str, namespaces: str) -> str:
