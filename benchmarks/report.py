@@ -1,6 +1,6 @@
 """`gpustack report` on a month of a large platform, against a local Prometheus server.
 
-    make bench-report            # or: .venv/bin/python -m benchmarks.report [--days 30] [--keep DIR]
+    make bench-report            # or: .venv/bin/python -m benchmarks.report [--days 30] [--keep DIR] [--baseline main]
 
 A generated spec of 200 workloads (inference on whole L4s and on A100 MIG instances, spot training,
 time-sliced notebooks) and 2,000 pods that churn over the month (rollouts every six days, training runs
@@ -11,8 +11,11 @@ day, backfilled as one 24-hour block while the next day is written, then deleted
 and the disk holds at most two days of text.
 
 Printed: generation and backfill time (separately), samples and text written, the report's wall time and
-the peak resident memory of the report process itself (its own rusage). Targets: under 60 s and 1 GiB.
-Asserts nothing.
+the peak resident memory of the report process itself (its own rusage), and per query name the requests,
+the server's evaluation seconds and samples read (its query log) and the series, points and bytes answered
+(the run's recorded answers). `--baseline REV` first runs the report as of that git revision against the
+same server, so two query plans are compared in one run, and says whether the two reports are the same byte
+for byte. Targets: under 60 s and 1 GiB. Asserts nothing.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def intersect(left: Sequence[Run], right: Sequence[Run]) -> Runs:
 
 
 def contains(runs: Sequence[Run], step: int) -> bool:
-    at = bisect.bisect_right(runs, (step, float("inf"))) - 1
+    at = bisect.bisect_left(runs, (step + 1, -1)) - 1  # the last run starting at or before the step
     return at >= 0 and runs[at][0] <= step < runs[at][1]
 
 

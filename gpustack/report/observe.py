@@ -137,7 +137,7 @@ def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, lis
     asked again with the per-step join, so every sample goes where its step's labels say."""
     pods = named()
     out: dict[fetch.Key, Counter[float]] = {}
-    partly = set()
+    partly: set[str] = set()
     for (namespace, pod), counted in counts.items():
         owner = pods.sole_workload((namespace, pod), first, last)
         if owner is not None:
