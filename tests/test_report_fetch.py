@@ -59,3 +59,14 @@ def test_idle_runs_continue_across_chunks() -> None:
     # Not counted while the pod is not Running: the run is cut to 10 steps, too short.
     stopped = join.Pods({("ns", "p", "u", "a"): [(0, 3_000)]}, {("ns", "p", "u"): [(0, 1_440)]})
     assert stopped.idle_steps(idle, lambda key: 15) == {("ns", "a"): 0}
+
+
+def test_a_pod_labelled_all_chunk_long_owns_its_memory_and_one_labelled_part_of_it_does_not() -> None:
+    pods = join.Pods({("ns", "a", "u1", "chat"): [(0, 3_000)], ("ns", "b", "u2", "chat"): [(100, 3_000)],
+                      ("ns", "c", "u3", "chat"): [(0, 1_440)], ("ns", "c", "u4", "embed"): [(1_440, 3_000)]}, {})
+    assert pods.sole_workload(("ns", "a"), 0, 1_440) == "chat"
+    assert pods.sole_workload(("ns", "b"), 0, 1_440) is None and pods.named_in(("ns", "b"), 0, 1_440)
+    assert pods.sole_workload(("ns", "c"), 0, 1_440) == "chat"  # the name's next owner starts in the next chunk
+    assert pods.sole_workload(("ns", "c"), 1_440, 2_880) == "embed"
+    assert pods.sole_workload(("ns", "c"), 1_000, 2_000) is None  # two workloads' pods had the name in it
+    assert not pods.named_in(("ns", "z"), 0, 1_440)
