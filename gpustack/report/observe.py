@@ -67,7 +67,7 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
     by = ("namespace", queries.WORKLOAD)
     by_name = {w.name: w for w in workloads}
 
-    def min_steps(key: fetch.Key) -> int:
+    def min_steps(key: join.Key) -> int:
         known = by_name.get(key[1])
         seconds = known.idle.for_seconds if known is not None and known.idle else DEFAULT_IDLE_FOR
         return measure.min_idle_steps(seconds, window.step)
@@ -131,12 +131,12 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
 
 def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, list[str]],
                    named: Callable[[], join.Pods], first: int, last: int,
-                   counts: dict[fetch.Key, Counter[float]]) -> dict[fetch.Key, Counter[float]]:
+                   counts: dict[join.Key, Counter[float]]) -> dict[join.Key, Counter[float]]:
     """One chunk's memory counts per (namespace, pod), as counts per (namespace, workload): a pod labelled with
     one workload in every step of the chunk is that workload's; the pods labelled in only part of it are
     asked again with the per-step join, so every sample goes where its step's labels say."""
     pods = named()
-    out: dict[fetch.Key, Counter[float]] = {}
+    out: dict[join.Key, Counter[float]] = {}
     partly: set[str] = set()
     for (namespace, pod), counted in counts.items():
         owner = pods.sole_workload((namespace, pod), first, last)
@@ -226,8 +226,8 @@ def _missing_utilisation(w: Workload, plan: TargetPlan, via: str) -> str:
             "Operator's default), scraped with honorLabels: true")
 
 
-def _pools(plan: TargetPlan, window: Window, nodes: dict[fetch.Key, array.array[float]],
-           busy: dict[fetch.Key, array.array[float]], findings: list[Finding]) -> tuple[PoolReport, ...]:
+def _pools(plan: TargetPlan, window: Window, nodes: dict[join.Key, array.array[float]],
+           busy: dict[join.Key, array.array[float]], findings: list[Finding]) -> tuple[PoolReport, ...]:
     any_nodes = bool(nodes)
     out = []
     for pool in sorted(plan.pools, key=lambda p: p.name):
