@@ -1,6 +1,6 @@
 """`gpustack report` on a month of a large platform, against a local Prometheus server.
 
-    make bench-report            # or: .venv/bin/python -m benchmarks.report [--days 30] [--keep DIR]
+    make bench-report            # or: .venv/bin/python -m benchmarks.report [--days 30] [--keep DIR] [--baseline main]
 
 A generated spec of 200 workloads (inference on whole L4s and on A100 MIG instances, spot training,
 time-sliced notebooks) and 2,000 pods that churn over the month (rollouts every six days, training runs
@@ -11,8 +11,11 @@ day, backfilled as one 24-hour block while the next day is written, then deleted
 and the disk holds at most two days of text.
 
 Printed: generation and backfill time (separately), samples and text written, the report's wall time and
-the peak resident memory of the report process itself (its own rusage). Targets: under 60 s and 1 GiB.
-Asserts nothing.
+the peak resident memory of the report process itself (its own rusage), and per query name the requests,
+the server's evaluation seconds and samples read (its query log) and the series, points and bytes answered
+(the run's recorded answers). `--baseline REV` first runs the report as of that git revision against the
+same server, so two query plans are compared in one run, and says whether the two reports are the same byte
+for byte. Targets: under 60 s and 1 GiB. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -250,16 +253,19 @@ def backfill_day(path: Path, data_dir: Path) -> None:
     path.unlink()
 
 
-def run_report(spec_path: Path, url: str, days: int, out: Path) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS in MiB and exit code of one `gpustack report` process."""
+def run_report(spec_path: Path, url: str, days: int, out: Path, code: Path | None = None) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS in MiB and exit code of one `gpustack report` process (`code`: run the gpustack
+    package in this folder instead of this checkout's), recording its answers next to `out`."""
     command = [str(ROOT / ".venv" / "bin" / "gpustack"), "report", str(spec_path), "--target", TARGET,
                "--prometheus", url, "--since", f"{days}d", "--until", UNTIL.strftime("%Y-%m-%dT%H:%M:%SZ"),
-               "--step", "1m", "--format", "json"]
-    if not Path(command[0]).exists():
+               "--step", "1m", "--format", "json", "--record", str(out.with_suffix(".answers"))]
+    if code is not None or not Path(command[0]).exists():
         command[0:1] = [sys.executable, "-m", "gpustack"]
+    env = dict(os.environ, PYTHONPATH=str(code or ROOT))
     started = time.perf_counter()
     with out.open("wb") as stdout, (out.parent / "report.stderr").open("wb") as stderr:
-        process = subprocess.Popen(command, stdout=stdout, stderr=stderr)
+        # From the code's folder: `python -m` puts the working directory first on the import path.
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env, cwd=code or ROOT)
         timer = threading.Timer(REPORT_TIMEOUT_S, process.kill)  # bounded: the figure is then the timeout
         timer.start()
         _, status, usage = os.wait4(process.pid, 0)
@@ -267,6 +273,16 @@ def run_report(spec_path: Path, url: str, days: int, out: Path) -> tuple[float, 
     seconds = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
     return seconds, usage.ru_maxrss / 1024, process.returncode
+
+
+def baseline_code(revision: str, workdir: Path) -> Path:
+    """The gpustack package of `revision` (git), to run the query plan it had beside this checkout's."""
+    folder = workdir / f"baseline-{revision.replace('/', '_')}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "gpustack"], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
 
 
 def load(args: argparse.Namespace, workdir: Path, data_dir: Path, spec_path: Path) -> None:
@@ -326,20 +342,56 @@ def _peak_rss_mib(pid: int) -> float:
     return 0.0
 
 
-def slowest(query_log: Path, most: int = 5) -> None:
-    """The queries the server spent longest on (its query log), to see where the time goes."""
-    if not query_log.exists():
-        return
-    entries = []
-    for line in query_log.read_text(errors="replace").splitlines():
+def _unix(moment: str | float) -> int:
+    if isinstance(moment, (int, float)):
+        return int(moment)
+    return int(datetime.fromisoformat(moment.replace("Z", "+00:00")).timestamp())
+
+
+def per_query(query_log: Path, offset: int, answers: Path) -> int:
+    """Per query name of one run: requests, the server's evaluation seconds and samples it read (its query
+    log from byte `offset`), series and points answered and bytes (the recorded answers). Returns the log's
+    end, where the next run's entries start."""
+    from gpustack.report.client import answer_file
+
+    names: dict[str, str] = {}  # recorded file -> query name
+    sizes: dict[str, list[float]] = {}
+    for path in sorted(answers.glob("*.json")):
+        body = json.loads(path.read_text())
+        name = path.name.rsplit("-", 2)[0]
+        names[path.name] = name
+        row = sizes.setdefault(name, [0, 0, 0])
+        row[0] += len(body["data"]["result"])
+        row[1] += sum(len(s["values"]) for s in body["data"]["result"])
+        row[2] += path.stat().st_size
+    with query_log.open("rb") as log:
+        log.seek(offset)
+        lines = log.read().decode(errors="replace").splitlines()
+        end = log.tell()
+    server: dict[str, list[float]] = {}
+    for line in lines:
         try:
             entry = json.loads(line)
-            entries.append((float(entry["stats"]["timings"]["evalTotalTime"]), entry["params"]["query"]))
+            params = entry["params"]
+            start, stop, step = _unix(params["start"]), _unix(params["end"]), int(float(params["step"]))
+            stats = entry["stats"]
         except (ValueError, KeyError, TypeError):
             continue
-    print(f"server: {len(entries)} queries, {sum(t for t, _ in entries):.1f} s of evaluation; the slowest:")
-    for seconds, query in sorted(entries, reverse=True)[:most]:
-        print(f"  {seconds:7.1f} s  {query[:160]}")
+        digest = answer_file("", params["query"], start, stop, step).rsplit("-", 1)[1]
+        name = next((n for f, n in names.items() if f.endswith(digest)), "?")
+        row = server.setdefault(name, [0, 0.0, 0])
+        row[0] += 1
+        row[1] += float(stats["timings"]["evalTotalTime"])
+        row[2] += int(stats.get("samples", {}).get("totalQueryableSamples", 0))
+    total = [sum(r[k] for r in server.values()) for k in range(3)]
+    print(f"  {'query':<22} {'requests':>8} {'server s':>9} {'samples read':>14} {'series':>8} {'points':>10} "
+          f"{'MiB':>7}")
+    for name in sorted(set(server) | set(sizes), key=lambda n: -server.get(n, [0, 0.0])[1]):
+        req, seconds, read = server.get(name, [0, 0.0, 0])
+        series, points, size = sizes.get(name, [0, 0, 0])
+        print(f"  {name:<22} {req:>8} {seconds:>9.1f} {read:>14,} {series:>8,} {points:>10,} {size / 2**20:>7.1f}")
+    print(f"  {'all':<22} {total[0]:>8} {total[1]:>9.1f} {total[2]:>14,}", flush=True)
+    return end
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -350,13 +402,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--keep", type=Path, help="keep the spec, TSDB and report in this directory")
     parser.add_argument("--reuse", action="store_true", help="with --keep: serve the TSDB already there")
     parser.add_argument("--runs", type=int, default=1, help="report runs against the same server")
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also run the report as of this git revision against the same server, before this "
+                             "checkout's, to compare the query plans in one run (e.g. main)")
     args = parser.parse_args(argv)
     if args.reuse and args.keep is None:
         raise SystemExit("--reuse needs --keep DIR")
     if PROMTOOL is None or shutil.which("prometheus") is None:
         raise SystemExit("promtool and prometheus are needed (Debian's prometheus package: make promtool)")
 
-    workdir = args.keep or Path(tempfile.mkdtemp(prefix="gpustack-bench-report-"))
+    workdir = (args.keep or Path(tempfile.mkdtemp(prefix="gpustack-bench-report-"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     data_dir = workdir / "tsdb"
     spec_path = workdir / "bench.yaml"
@@ -365,23 +420,34 @@ def main(argv: list[str] | None = None) -> None:
     server_peak = 0.0
     query_log = workdir / "queries.log"
     query_log.unlink(missing_ok=True)
+    plans = [(f"baseline {args.baseline}", baseline_code(args.baseline, workdir))] if args.baseline else []
+    plans += [("this checkout", None)] * args.runs
+    outputs: dict[str, bytes] = {}
     with prometheus_server(data_dir, query_log) as server:
-        for attempt in range(1, args.runs + 1):
+        offset = 0
+        for attempt, (label, code) in enumerate(plans, start=1):
             report = workdir / f"report-{attempt}.json"
-            seconds, peak_mib, code = run_report(spec_path, server.url, args.days, report)
-            print(f"report run {attempt}: {seconds:.1f} s, peak RSS {peak_mib:.0f} MiB, exit {code} "
+            shutil.rmtree(report.with_suffix(".answers"), ignore_errors=True)
+            seconds, peak_mib, status = run_report(spec_path, server.url, args.days, report, code)
+            print(f"report run {attempt} ({label}): {seconds:.1f} s, peak RSS {peak_mib:.0f} MiB, exit {status} "
                   f"(targets: < 60 s, < 1024 MiB)", flush=True)
-            if code != 0:
+            if status != 0:  # the next plan still runs: a baseline that times out is a figure too
                 print((workdir / "report.stderr").read_text(errors="replace")[-3000:])
-                break
+                offset = per_query(query_log, offset, report.with_suffix(".answers"))
+                continue
+            offset = per_query(query_log, offset, report.with_suffix(".answers"))
+            outputs[label] = report.read_bytes()
             answer = json.loads(report.read_text())
             known = sum(w["gpu_hours"] is not None for w in answer["workloads"])
             print(f"report: {len(answer['workloads'])} workloads ({known} with GPU-hours), "
                   f"{len(answer['pools'])} pools, {len(answer.get('findings', []))} findings, "
                   f"{len(answer.get('recommendations', []))} recommendations")
         server_peak = _peak_rss_mib(server.pid)
+    if len(set(outputs.values())) > 1:
+        print("the reports differ: " + ", ".join(outputs))
+    elif len(outputs) > 1:
+        print(f"the reports of {', '.join(outputs)} are the same, byte for byte")
     print(f"prometheus server peak RSS {server_peak:.0f} MiB")
-    slowest(query_log)
     if args.keep is None:
         shutil.rmtree(workdir)
 

@@ -55,6 +55,29 @@ WL = "label_gpustack_dev_workload"
 POOL = "label_gpustack_dev_pool"
 
 
+def spans(labels: dict[str, str], first: int = 0, end: int = STEPS) -> list[dict[str, object]]:
+    """A series with a value in steps first..end - 1 of the day."""
+    return [series(labels, dict.fromkeys(range(first, end), 1), START, STEP)]
+
+
+def pods(workload: str, count: int, namespace: str = "default") -> dict[str, list[dict[str, object]]]:
+    """`count` pods of the workload, labelled and Running all day."""
+    out: dict[str, list[dict[str, object]]] = {"pod-labels": [], "pod-running": []}
+    for k in range(count):
+        pod = {"namespace": namespace, "pod": f"{workload}-{k}", "uid": f"{workload}-uid-{k}"}
+        out["pod-labels"] += spans({**pod, WL: workload})
+        out["pod-running"] += spans({**pod, "phase": "Running"})
+    return out
+
+
+def merged(*parts: dict[str, list[dict[str, object]]]) -> dict[str, list[dict[str, object]]]:
+    out: dict[str, list[dict[str, object]]] = {}
+    for part in parts:
+        for name, answers in part.items():
+            out.setdefault(name, []).extend(answers)
+    return out
+
+
 def _answers() -> NamedAnswers:
     every = range(STEPS)
 
@@ -62,20 +85,19 @@ def _answers() -> NamedAnswers:
         return [series({"namespace": "default", WL: w}, dict.fromkeys(every, n), START, STEP) for w, n in counts.items()]
 
     plan = build_plan(load_text(SPEC, "spec.yaml")).target("aws-prod")
-    idle = [series({"namespace": "default", "pod": f"lab-{k}", "gpu": "0", WL: "lab"}, dict.fromkeys(every, 3),
-                   START, STEP) for k in range(4)]
-    # memory: samples per value over the window, one point at its end
-    memory = [series({"namespace": "default", WL: "embed", "mib": "1000"}, {STEPS - 1: STEPS}, START, STEP),
-              series({"namespace": "default", WL: "chat", "mib": "9000"}, {STEPS - 1: 2 * STEPS}, START, STEP)]
-    nodes = [series({POOL: p.name}, {i: max(p.min_nodes, 1) for i in every}, START, STEP) for p in plan.pools]
+    idle = [series({"namespace": "default", "pod": f"lab-{k}", "gpu": "0"}, dict.fromkeys(every, 3), START, STEP)
+            for k in range(4)]
+    # memory: samples per pod and value over the window, one point at its end
+    memory = [series({"namespace": "default", "pod": "embed-0", "mib": "1000"}, {STEPS - 1: STEPS}, START, STEP),
+              series({"namespace": "default", "pod": "chat-0", "mib": "9000"}, {STEPS - 1: 2 * STEPS}, START, STEP)]
+    nodes = [answer for p in plan.pools for k in range(max(p.min_nodes, 1))
+             for answer in spans({"node": f"{p.name}-{k}", POOL: p.name})]
     return NamedAnswers({
-        "pods-labelled": per_workload({"chat": 2, "embed": 1, "lab": 4}),
-        "pods-running": per_workload({"chat": 2, "embed": 1, "lab": 4}),
+        **merged(pods("chat", 2), pods("embed", 1), pods("lab", 4)),
         "utilisation-dcgm": per_workload({"chat": 2, "embed": 1, "lab": 4}),
         "idle-dcgm-10": idle,
         "memory-dcgm": memory,
         "pool-nodes": nodes,
-        "pool-nodes-busy": nodes,
     })
 
 
@@ -266,11 +288,11 @@ def test_docs_hold_the_queries_as_sent() -> None:
 
     docs = (ROOT / "docs" / "report.md").read_text()
     mine = {"default": ["chat", "notebooks"]}
-    for query in (queries.pods_running("60s", mine), queries.idle_samples("dcgm", "60s", mine, 10),
-                  queries.memory_values("dcgm", "60s", "604770s", mine),
+    for query in (queries.pod_labels("60s", mine), queries.pod_running("60s", mine), queries.pod_placed("60s", mine),
                   queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"]),
-                  queries.pool_nodes_busy("60s", ["infer-l4-reserved-g6-xlarge"], mine,
-                                          ["chat-7d9f-abcde", "chat-7d9f-fghij"])):
+                  queries.idle_samples("dcgm", "60s", mine, 10),
+                  queries.memory_values("dcgm", "60s", "86370s", mine),
+                  queries.memory_values_joined("dcgm", "60s", "86370s", mine, ["chat-7d9f8b6c5d-x2k4q"])):
         assert f"# {query.name}\n{query.promql}\n" in docs, query.name
 
 
@@ -319,14 +341,14 @@ def _fractional_report(tmp_path: Path, answers: dict[str, list[dict[str, object]
 def test_fractional_pools_are_read_from_hamis_per_container_series(tmp_path: Path) -> None:
     mine = {"namespace": "default", WL: "embed"}
     every = range(STEPS)
-    idle = [series({**mine, "pod": f"embed-{k}", "vdevice_index": "0"}, dict.fromkeys(range(60), 2), START, STEP)
+    idle = [series({"namespace": "default", "pod": f"embed-{k}", "vdevice_index": "0"}, dict.fromkeys(range(60), 2), START, STEP)
             for k in range(2)]  # the first hour of each pod's container below 10%
     report = _fractional_report(tmp_path, {
-        "pods-labelled": [series(mine, dict.fromkeys(every, 2), START, STEP)],
-        "pods-running": [series(mine, dict.fromkeys(every, 2), START, STEP)],
+        **pods("embed", 2),
         "utilisation-hami": [series(mine, dict.fromkeys(every, 2), START, STEP)],
         "idle-hami-10": idle,
-        "memory-hami": [series({**mine, "mib": "2048"}, {STEPS - 1: 2 * STEPS}, START, STEP)],
+        "memory-hami": [series({"namespace": "default", "pod": "embed-0", "mib": "2048"}, {STEPS - 1: 2 * STEPS}, START,
+                                      STEP)],
     })
     [embed] = report["workloads"]  # type: ignore[misc]
     assert embed["gpus_per_replica"] == 0.5
@@ -337,8 +359,7 @@ def test_fractional_pools_are_read_from_hamis_per_container_series(tmp_path: Pat
 def test_fractional_pools_without_hami_series_are_unknown_with_the_missing_series(tmp_path: Path) -> None:
     mine = {"namespace": "default", WL: "embed"}
     report = _fractional_report(tmp_path, {
-        "pods-labelled": [series(mine, dict.fromkeys(range(STEPS), 2), START, STEP)],
-        "pods-running": [series(mine, dict.fromkeys(range(STEPS), 2), START, STEP)],
+        **pods("embed", 2),
         "utilisation-dcgm": [series(mine, dict.fromkeys(range(STEPS), 2), START, STEP)],  # not read for HAMi pools
     })
     [embed] = report["workloads"]  # type: ignore[misc]
@@ -348,14 +369,18 @@ def test_fractional_pools_without_hami_series_are_unknown_with_the_missing_serie
     assert any("hami_vgpu_memory_used_bytes" in m for m in messages)
 
 
-def test_a_node_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_query(spec: Path) -> None:
+def test_a_pod_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_query(spec: Path) -> None:
+    """A pod labelled in only part of a chunk has its memory asked for again by name: a name that is no
+    Kubernetes name is refused before it reaches a query."""
     from gpustack.report.client import ReportError
 
     answers = _answers()
-    answers.answers["reserved-nodes"] = [series({"node": 'n1"} or vector(1) or {x="'}, {STEPS - 1: 1}, START, STEP)]
+    bad = {"namespace": "default", "pod": 'x"} or vector(1) or {x="'}
+    answers.answers["pod-labels"] += spans({**bad, "uid": "u-bad", WL: "chat"}, 0, STEPS // 2)
+    answers.answers["memory-dcgm"].append(series({**bad, "mib": "100"}, {STEPS - 1: 10}, START, STEP))
     loaded = load_spec(spec)
     plan = build_plan(loaded)
-    with pytest.raises(ReportError, match="reserved-nodes / reserved-pods: not a DNS name"):
+    with pytest.raises(ReportError, match="query memory-dcgm: pod not a DNS name"):
         build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
                      spec_planner(str(spec), (), spec.parent, plan))
     assert not any("vector(1)" in query for query in answers.promql)

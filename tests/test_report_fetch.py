@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from report_answers import NamedAnswers, series
 
-from gpustack.report import fetch
+from gpustack.report import fetch, join, queries
 from gpustack.report.queries import Query
 from gpustack.report.window import Window
 
@@ -21,11 +21,19 @@ class Asked(NamedAnswers):
         return super().range_query(name, query, start, end, step)
 
 
-def test_dense_values_cover_every_chunk() -> None:
+def test_steps_cover_every_chunk() -> None:
     source = Asked({"q": [series({"w": "a"}, {0: 1, 1_439: 2, 1_440: 3, 2_999: 4}, 0, 60)]})
-    values = fetch.dense(source, Query("q", "x", ""), WINDOW, ("w",))[("a",)]
-    assert [values[i] for i in (0, 1_439, 1_440, 2_999)] == [1, 2, 3, 4]
+    assert list(fetch.steps_of(source, Query("q", "x", ""), WINDOW)[(("w", "a"),)]) == [0, 1_439, 1_440, 2_999]
     assert [(s, e) for _, s, e in source.asked] == [(60, 86_400), (86_460, 172_800), (172_860, 180_000)]
+
+
+def test_spans_are_runs_across_chunks_and_a_missed_scrape_breaks_one() -> None:
+    steps = [s for s in range(1_400, 1_600) if s != 1_550]  # across the first day boundary, one scrape missed
+    source = Asked({"pod-running": [series({"namespace": "default", "pod": "chat-a", "uid": "u"},
+                                           dict.fromkeys(steps, 1), 0, 60)]})
+    runs = fetch.spans(source, queries.pod_running("60s", {"default": ["chat"]}), WINDOW, ("pod",))
+    assert runs == {("chat-a",): [(1_400, 1_550), (1_551, 1_600)]}
+    assert len(source.asked) == 3
 
 
 def test_value_counts_add_up_the_chunks_each_a_subquery_of_its_own_length() -> None:
@@ -40,7 +48,25 @@ def test_value_counts_add_up_the_chunks_each_a_subquery_of_its_own_length() -> N
 
 
 def test_idle_runs_continue_across_chunks() -> None:
-    # A run of 20 steps across the day boundary of per-series chunks (1,440 steps) counts whole.
-    source = Asked({"i": [series({"w": "a", "gpu": "0"}, dict.fromkeys(range(1_430, 1_450), 1), 0, 60)]})
-    assert fetch.idle_steps(source, Query("i", "x", ""), WINDOW, ("w",), lambda key: 15) == {("a",): 20}
+    # A run of 20 steps across the day boundary of per-series chunks (1,440 steps) counts whole, while its pod
+    # runs labelled with the workload.
+    source = Asked({"i": [series({"namespace": "ns", "pod": "p", "gpu": "0"}, dict.fromkeys(range(1_430, 1_450), 1),
+                                 0, 60)]})
+    idle = fetch.steps_of(source, Query("i", "x", ""), WINDOW)
     assert len(source.asked) == 3
+    pods = join.Pods({("ns", "p", "u", "a"): [(0, 3_000)]}, {("ns", "p", "u"): [(0, 3_000)]})
+    assert pods.idle_steps(idle, lambda key: 15) == {("ns", "a"): 20}
+    # Not counted while the pod is not Running: the run is cut to 10 steps, too short.
+    stopped = join.Pods({("ns", "p", "u", "a"): [(0, 3_000)]}, {("ns", "p", "u"): [(0, 1_440)]})
+    assert stopped.idle_steps(idle, lambda key: 15) == {("ns", "a"): 0}
+
+
+def test_a_pod_labelled_all_chunk_long_owns_its_memory_and_one_labelled_part_of_it_does_not() -> None:
+    pods = join.Pods({("ns", "a", "u1", "chat"): [(0, 3_000)], ("ns", "b", "u2", "chat"): [(100, 3_000)],
+                      ("ns", "c", "u3", "chat"): [(0, 1_440)], ("ns", "c", "u4", "embed"): [(1_440, 3_000)]}, {})
+    assert pods.sole_workload(("ns", "a"), 0, 1_440) == "chat"
+    assert pods.sole_workload(("ns", "b"), 0, 1_440) is None and pods.named_in(("ns", "b"), 0, 1_440)
+    assert pods.sole_workload(("ns", "c"), 0, 1_440) == "chat"  # the name's next owner starts in the next chunk
+    assert pods.sole_workload(("ns", "c"), 1_440, 2_880) == "embed"
+    assert pods.sole_workload(("ns", "c"), 1_000, 2_000) is None  # two workloads' pods had the name in it
+    assert not pods.named_in(("ns", "z"), 0, 1_440)

@@ -15,9 +15,10 @@ import dataclasses
 import functools
 import math
 from collections import Counter
+from collections.abc import Callable
 
 from gpustack.plan.model import Pool, TargetPlan
-from gpustack.report import fetch, measure, queries
+from gpustack.report import fetch, join, measure, queries
 from gpustack.report.client import ReportError, Source
 from gpustack.report.model import Finding, PoolReport, WorkloadReport
 from gpustack.report.window import Window
@@ -66,24 +67,25 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
     by = ("namespace", queries.WORKLOAD)
     by_name = {w.name: w for w in workloads}
 
-    def min_steps(key: fetch.Key) -> int:
+    def min_steps(key: join.Key) -> int:
         known = by_name.get(key[1])
         seconds = known.idle.for_seconds if known is not None and known.idle else DEFAULT_IDLE_FOR
         return measure.min_idle_steps(seconds, window.step)
 
     # Independent queries run side by side (Prometheus evaluates each on one core); results are taken in a
     # fixed order, so the report does not depend on which answer comes first.
+    pod = ("namespace", "pod", "uid")
     with concurrent.futures.ThreadPoolExecutor(QUERY_CONCURRENCY) as pool:
-        labelled_f = pool.submit(fetch.present, source,
-                                 functools.partial(queries.pods_labelled, by_namespace=by_namespace), window, by)
-        running_f = pool.submit(fetch.dense, source, queries.pods_running(step, by_namespace), window, by)
+        labels_f = pool.submit(fetch.spans, source, queries.pod_labels(step, by_namespace), window,
+                               (*pod, queries.WORKLOAD))
+        running_f = pool.submit(fetch.spans, source, queries.pod_running(step, by_namespace), window, pod)
         pool_names = [p.name for p in plan.pools]
         reserved = [p.name for p in plan.pools if p.reserved_nodes > 0]
-        nodes_f = pool.submit(fetch.dense, source, queries.pool_nodes(step, pool_names), window, (queries.POOL,)) \
-            if pool_names else None
-        busy_f = pool.submit(fetch.dense, source, functools.partial(_busy_query, source, window, reserved,
-                                                                    by_namespace), window, (queries.POOL,)) \
-            if reserved else None
+        nodes_f = pool.submit(fetch.spans, source, queries.pool_nodes(step, pool_names), window,
+                              ("node", queries.POOL)) if pool_names else None
+        placed_f = pool.submit(fetch.spans, source, queries.pod_placed(step, by_namespace), window,
+                               (*pod, "node")) if reserved else None
+        named = functools.cache(lambda: join.Pods(labels_f.result(), {}))  # for memory, in its worker threads
         present_f, memory_f, idle_f = {}, {}, {}
         for name in sorted({exporter(plan, w.name) for w in workloads}):
             mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
@@ -93,49 +95,66 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
                                           window, by)
             memory_f[name] = pool.submit(fetch.value_counts, source,
                                          functools.partial(queries.memory_values, name, step, by_namespace=mine),
-                                         window, by, "mib")
+                                         window, ("namespace", "pod"), "mib",
+                                         functools.partial(_memory_owners, source, window, name, mine, named))
             for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
                 group = {ns: [w for w in names if _below(by_name[w]) == below] for ns, names in mine.items()}
                 group = {ns: names for ns, names in group.items() if names}
-                idle_f[(name, below)] = pool.submit(fetch.idle_steps, source,
-                                                    queries.idle_samples(name, step, group, below), window, by,
-                                                    min_steps)
+                idle_f[(name, below)] = pool.submit(fetch.steps_of, source,
+                                                    queries.idle_samples(name, step, group, below), window)
         try:
-            labelled = labelled_f.result()
-            running = running_f.result()
+            pods = join.Pods(labels_f.result(), running_f.result())
             nodes = nodes_f.result() if nodes_f else {}
-            busy = busy_f.result() if busy_f else {}
+            placed = placed_f.result() if placed_f else {}
             present = {k: f.result() for k, f in present_f.items()}
             memory = {k: f.result() for k, f in memory_f.items()}
-            idle = {k: f.result() for k, f in idle_f.items()}
+            idle_series = {k: f.result() for k, f in idle_f.items()}
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the answer: ask nothing more
             raise
 
+    labelled = pods.workloads()
+    running = pods.replicas(window.steps)
+    idle = {k: pods.idle_steps(v, min_steps) for k, v in idle_series.items()}
+    busy = join.busy_nodes(nodes, placed, pods.serving(), reserved, window.steps) if reserved else {}
     findings: list[Finding] = []
     reports = []
     for w in sorted(workloads, key=lambda w: w.name):
         key = (w.namespace, w.name)
         via = exporter(plan, w.name)
         reports.append(_workload(w, plan, window, floor_quantile, key in labelled, running.get(key),
-                                 key in present[via], memory[via].get(key), idle[(via, _below(w))].get(key, 0),
-                                 via, findings))
-    pools = _pools(plan, window, nodes, busy, findings)
+                                 key in present[via], memory[via].get(key),
+                                 idle.get((via, _below(w)), {}).get(key, 0), via, findings))
+    pools = _pools(plan, window, join.pool_nodes(nodes, window.steps), busy, findings)
     return Observed(tuple(reports), pools, tuple(findings))
 
 
-def _busy_query(source: Source, window: Window, reserved: list[str], by_namespace: dict[str, list[str]],
-                first: int, last: int, span: str) -> queries.Query | None:
-    """The busy-nodes query of one chunk, reading only the pods placed on the reserved pools' nodes in it (two
-    single evaluations find them), or None when the chunk has none."""
-    at = window.step_end(last - 1)
-    try:
-        nodes = fetch.names_at(source, queries.reserved_nodes(span, reserved), at, window.step, "node")
-        pods = fetch.names_at(source, queries.reserved_pods(span, nodes, by_namespace), at, window.step, "pod") \
-            if nodes else []
-        return queries.pool_nodes_busy(f"{window.step}s", reserved, by_namespace, pods) if pods else None
-    except ValueError as exc:  # a name from the answer that is no Kubernetes name: never put into a query
-        raise ReportError(f"query reserved-nodes / reserved-pods: {exc}") from None
+def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, list[str]],
+                   named: Callable[[], join.Pods], first: int, last: int,
+                   counts: dict[join.Key, Counter[float]]) -> dict[join.Key, Counter[float]]:
+    """One chunk's memory counts per (namespace, pod), as counts per (namespace, workload): a pod labelled with
+    one workload in every step of the chunk is that workload's; the pods labelled in only part of it are
+    asked again with the per-step join, so every sample goes where its step's labels say."""
+    pods = named()
+    out: dict[join.Key, Counter[float]] = {}
+    partly: set[str] = set()
+    for (namespace, pod), counted in counts.items():
+        owner = pods.sole_workload((namespace, pod), first, last)
+        if owner is not None:
+            out.setdefault((namespace, owner), Counter()).update(counted)
+        elif pods.named_in((namespace, pod), first, last):
+            partly.add(pod)
+    if partly:
+        try:
+            query = queries.memory_values_joined(via, f"{window.step}s",
+                                                 f"{(last - first) * window.step - window.step // 2}s", mine, sorted(partly))
+        except ValueError as exc:  # a pod name from the answer that is no Kubernetes name: never put into a query
+            raise ReportError(f"query memory-{via}: pod {exc}") from None
+        joined = fetch.chunk_value_counts(source, query, window.step_end(last - 1), window.step,
+                                          ("namespace", queries.WORKLOAD), "mib")
+        for key, counted in joined.items():
+            out.setdefault(key, Counter()).update(counted)
+    return out
 
 
 def _below(workload: Workload) -> float:
@@ -207,8 +226,8 @@ def _missing_utilisation(w: Workload, plan: TargetPlan, via: str) -> str:
             "Operator's default), scraped with honorLabels: true")
 
 
-def _pools(plan: TargetPlan, window: Window, nodes: dict[fetch.Key, array.array[float]],
-           busy: dict[fetch.Key, array.array[float]], findings: list[Finding]) -> tuple[PoolReport, ...]:
+def _pools(plan: TargetPlan, window: Window, nodes: dict[join.Key, array.array[float]],
+           busy: dict[join.Key, array.array[float]], findings: list[Finding]) -> tuple[PoolReport, ...]:
     any_nodes = bool(nodes)
     out = []
     for pool in sorted(plan.pools, key=lambda p: p.name):

@@ -53,14 +53,7 @@ def _alternatives(names: Iterable[str]) -> str:
 
 def workload_pods(step: str, by_namespace: Mapping[str, Iterable[str]], keep: str = "namespace, pod, uid") -> str:
     """One series per pod of the workloads (namespace -> names), labelled with its workload."""
-    return f"max by ({keep}, {WORKLOAD}) ({_labelled(step, by_namespace)})"
-
-
-def _labelled(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
-    """The workloads' kube_pod_labels series in the step, as they are (the right side of `and`)."""
-    parts = [f'kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"}}'
-             for ns, names in sorted(by_namespace.items())]
-    return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
+    return f"max by ({keep}, {WORKLOAD}) ({labelled(step, by_namespace)})"
 
 
 def _namespaces(by_namespace: Mapping[str, Iterable[str]]) -> str:
@@ -68,22 +61,60 @@ def _namespaces(by_namespace: Mapping[str, Iterable[str]]) -> str:
     return f'namespace=~"{_alternatives(by_namespace)}"'
 
 
-def _running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
-    """Pods Running in the step, as the right side of `and` (a set operation: duplicates there are harmless, and
-    no aggregation per step is needed)."""
-    return (f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}[{step}]) == 1)')
+def _only(label: str, values: Iterable[str]) -> str:
+    """A further matcher narrowing a selector to these values of `label` (none given: no matcher)."""
+    chosen = list(values)
+    return f', {label}=~"{_alternatives(chosen)}"' if chosen else ""
 
 
-def pods_labelled(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pods-labelled", f"count by (namespace, {WORKLOAD}) ({workload_pods(step, by_namespace)})",
-                 "kube-state-metrics kube_pod_labels")
+# Per-step expressions: a value in each step in which a series is present (one-step ranges, no lookback).
+def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> str:
+    """The workloads' kube_pod_labels series in the step, one selector per namespace (`pods`: only these)."""
+    only = _only("pod", pods)
+    parts = [f'kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"{only}}}'
+             for ns, names in sorted(by_namespace.items())]
+    return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
 
 
-def pods_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pods-running",
-                 f"count by (namespace, {WORKLOAD}) ({workload_pods(step, by_namespace)} and on (namespace, pod, uid) "
-                 f"{_running(step, by_namespace)})",
-                 "kube-state-metrics kube_pod_status_phase, kube_pod_labels")
+def running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
+    """The pods of the namespaces whose phase is Running in the step."""
+    return f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}[{step}]) == 1)'
+
+
+def placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
+    """The pods of the namespaces and the node each is placed on in the step."""
+    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}[{step}])'
+
+
+def labelled_nodes(step: str, pools: Iterable[str]) -> str:
+    """The nodes labelled with the pools in the step."""
+    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}])'
+
+
+KSM_LABELS = "kube-state-metrics kube_pod_labels"
+KSM_PHASE = "kube-state-metrics kube_pod_status_phase"
+KSM_INFO = "kube-state-metrics kube_pod_info"
+KSM_NODE_LABELS = "kube-state-metrics kube_node_labels"
+
+
+# The pods and nodes, each series at every step and nothing else: one selector per query, no join on the
+# server (Prometheus would evaluate a join at every step, for every series). The report folds each answer
+# into runs of steps and joins the runs itself (gpustack/report/join.py): which pods of which workload ran,
+# on which nodes of which pool.
+def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
+    return Query("pod-labels", labelled(step, by_namespace), KSM_LABELS)
+
+
+def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
+    return Query("pod-running", running(step, by_namespace), KSM_PHASE)
+
+
+def pod_placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
+    return Query("pod-placed", placed(step, by_namespace), KSM_INFO)
+
+
+def pool_nodes(step: str, pools: Iterable[str]) -> Query:
+    return Query("pool-nodes", labelled_nodes(step, pools), KSM_NODE_LABELS)
 
 
 def dcgm_utilisation(step: str, namespaces: str) -> str:
@@ -117,57 +148,29 @@ def utilisation_present(exporter: str, step: str, by_namespace: Mapping[str, Ite
 
 
 def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], below: float) -> Query:
-    """Per utilisation series, a point in each step where it is below `below` while its pod runs."""
-    mine = workload_pods(step, by_namespace, keep="namespace, pod")
-    quiet = f"({UTILISATION[exporter](step, _namespaces(by_namespace))} < {below:g})"
-    return Query(f"idle-{exporter}-{below:g}",
-                 f"({quiet} and on (namespace, pod) {_running(step, by_namespace)}) * on (namespace, pod) "
-                 f"group_left ({WORKLOAD}) {mine}", SOURCES[exporter])
+    """Per utilisation series of the namespaces, a point in each step where it is below `below`. Whether its pod
+    ran in that step, and for which workload, the report joins from `pod-running` and `pod-labels`."""
+    return Query(f"idle-{exporter}-{below:g}", f"({UTILISATION[exporter](step, _namespaces(by_namespace))} < {below:g})",
+                 SOURCES[exporter])
 
 
 def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    """How many of the workload's memory samples in `window` (a subquery range, gpustack/report/fetch.py
+    """How many of each pod's memory samples in `window` (a subquery range, gpustack/report/fetch.py
     `value_counts`) held each value: `count_values` per step (the value as a label), summed over the steps,
-    so the answer is one point per workload and value, and the percentile over every sample is exact
-    without one series per GPU."""
-    mine = workload_pods(step, by_namespace, keep="namespace, pod")
-    per_step = (f'count_values by (namespace, {WORKLOAD}) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))} '
-                f"* on (namespace, pod) group_left ({WORKLOAD}) {mine})")
+    so the answer is one point per pod and value, and the percentile over every sample is exact without one
+    series per GPU. A pod labelled with one workload in every step of the chunk is that workload's (the report
+    joins it, gpustack/report/join.py); the others are asked for with `memory_values_joined`."""
+    per_step = f'count_values by (namespace, pod) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))})'
     return Query(f"memory-{exporter}", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
 
 
-def pool_nodes(step: str, pools: Iterable[str]) -> Query:
-    return Query("pool-nodes",
-                 f"count by ({POOL}) (max by (node, {POOL}) (max_over_time(kube_node_labels{{{POOL}=~"
-                 f'"{_alternatives(pools)}"}}[{step}])))', "kube-state-metrics kube_node_labels")
-
-
-def pool_nodes_busy(step: str, pools: Iterable[str], by_namespace: Mapping[str, Iterable[str]],
-                    pods: Iterable[str] = ()) -> Query:
-    """Nodes of the pools that run at least one running pod of the spec's workloads, per step. `pods`: the
-    names of the pods on those pools' nodes (`reserved_pods`), so only their series are read, not every pod's
-    of the namespaces."""
-    only = f', pod=~"{_alternatives(pods)}"' if pods else ""
-    nodes = f'max by (node, {POOL}) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}]))'
-    placed = f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}{only}}}[{step}])'
-    running = f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}{only}}}[{step}]) == 1)'
-    labelled = " or ".join(
-        f'max_over_time(kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"{only}}}[{step}])'
-        for ns, names in sorted(by_namespace.items()))
-    # `and` keeps the left side's labels (node); one-to-one `*` with on() would keep only the on() labels. A set
-    # operation needs no aggregation per step: `count by (node)` only asks whether a node has any.
-    pods_of = f"{placed} and on (namespace, pod, uid) {running} and on (namespace, pod, uid) ({labelled})"
-    return Query("pool-nodes-busy", f"count by ({POOL}) ({nodes} and on (node) count by (node) ({pods_of}))",
-                 "kube-state-metrics kube_node_labels, kube_pod_info, kube_pod_status_phase, kube_pod_labels")
-
-
-def reserved_nodes(window: str, pools: Iterable[str]) -> Query:
-    """The nodes of the pools in a chunk of the window (`window`: its range, evaluated at its end)."""
-    return Query("reserved-nodes", f'max by (node) (max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}'
-                                   f"[{window}]))", "kube-state-metrics kube_node_labels")
-
-
-def reserved_pods(window: str, nodes: Iterable[str], by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    """The pods of the workloads' namespaces placed on `nodes` in a chunk of the window."""
-    return Query("reserved-pods", f'max by (pod) (max_over_time(kube_pod_info{{node=~"{_alternatives(nodes)}", '
-                                  f"{_namespaces(by_namespace)}}}[{window}]))", "kube-state-metrics kube_pod_info")
+def memory_values_joined(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]],
+                         pods: Iterable[str]) -> Query:
+    """`memory_values` per workload for `pods`, those labelled in only part of the chunk (created or deleted in
+    it): each step's sample goes to the workload whose kube_pod_labels has the pod in that step."""
+    chosen = list(pods)
+    mine = f"max by (namespace, pod, {WORKLOAD}) ({labelled(step, by_namespace, pods=chosen)})"
+    per_step = (f'count_values by (namespace, {WORKLOAD}) ("mib", '
+                f"{MEMORY[exporter](step, _namespaces(by_namespace) + _only('pod', chosen))} "
+                f"* on (namespace, pod) group_left ({WORKLOAD}) {mine})")
+    return Query(f"memory-{exporter}-joined", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
