@@ -324,3 +324,23 @@ def test_without_checkpoints_the_blocks_end_throws_the_run_away():
     run = sim.run_job(ladder, blocks, work_minutes=7 * 24 * 60 + 600, checkpoint_minutes=None, restart_minutes=15)
     assert run.events[-2].what == "restarted from scratch"
     assert run.lost_minutes > 7 * 24 * 60 - 60  # why the spec refuses a block job without checkpointing
+
+
+@pytest.mark.parametrize("queued", [True, False])
+def test_kueue_admits_a_queued_flex_pool_through_a_provisioning_request_and_only_then(queued):
+    """capacity: flex with `flex.queued` and settings.queue: kueue: the flex pool's flavor carries the
+    ProvisioningRequest admission check (GKE's queued provisioning needs one per Job); plain flex-start
+    pools scale as any other and get no check."""
+    from gpustack.render import in_cluster
+
+    tune = {**TUNE, "flex": {"max_run_hours": 48, "queued": queued}}
+    plan = plan_of(spec([tune], gcp(queue="kueue")))
+    [target] = plan.targets
+    [flex_pool] = [p for p in target.pools if p.capacity == "flex"]
+    kinds = {o["kind"]: o for o in in_cluster(plan, target).objects}
+    assert ("ProvisioningRequestConfig" in kinds) == queued
+    assert ("AdmissionCheck" in kinds) == queued
+    if queued:
+        assert kinds["ProvisioningRequestConfig"]["spec"]["provisioningClassName"] == "queued-provisioning.gke.io"
+        strategy = kinds["ClusterQueue"]["spec"]["admissionChecksStrategy"]["admissionChecks"]
+        assert strategy == [{"name": kinds["AdmissionCheck"]["metadata"]["name"], "onFlavors": [flex_pool.name]}]

@@ -27,6 +27,7 @@ from gpustack.guardrails.manifests import check
 from gpustack.guardrails.quantity import parse_quantity
 from gpustack.plan import build_plan
 from gpustack.plan import queues as planned_queues
+from gpustack.plan.model import FlexPlan
 from gpustack.plan.queueing import QUEUE_LABEL
 from gpustack.render import in_cluster
 from gpustack.render.kueue import KINDS
@@ -220,7 +221,8 @@ def test_queued_provisioning_gets_its_admission_check_on_gke_only():
     requests = TARGET.pod_requests
     tune_spot = next(p for p in TARGET.pools if p.kind == "fine-tuning" and p.capacity == "spot"
                      and "tune" in p.workloads)
-    pools = tuple(dataclasses.replace(p, capacity="flex") if p is tune_spot else p for p in TARGET.pools)
+    queued = FlexPlan(max_run_seconds=48 * 3600, queued=True, discount=0.0, discount_basis="declared", source="")
+    pools = tuple(dataclasses.replace(p, capacity="flex", flex=queued) if p is tune_spot else p for p in TARGET.pools)
     spec = load_text(queued_text(), "spec.yaml")
     for cloud, expected in (("gcp", True), ("aws", False)):
         queueing = planned_queues.plan_queues(spec, pools, requests, CLOUDS.get(cloud))

@@ -261,10 +261,11 @@ class GKE(Cloud):
                          "add another zone that offers it to spread the floor, one reservation per zone")
 
     def provisioning_request_class(self, pool: Pool) -> tuple[str, str] | None:
-        """Pools on flex-start with queued provisioning (`capacity: flex`) get their nodes through a
-        ProvisioningRequest of the class GKE's autoscaler serves, which Kueue's provisioning admission
-        check creates before it admits a Job."""
-        return (QUEUED_PROVISIONING_CLASS, QUEUED_PROVISIONING_SOURCE) if pool.capacity == "flex" else None
+        """Pools on flex-start with queued provisioning (`capacity: flex`, `flex.queued`) get their nodes
+        through a ProvisioningRequest of the class GKE's autoscaler serves, which Kueue's provisioning
+        admission check creates before it admits a Job; plain flex-start pools scale as any other."""
+        queued = pool.flex is not None and pool.flex.queued
+        return (QUEUED_PROVISIONING_CLASS, QUEUED_PROVISIONING_SOURCE) if queued else None
 
     def capacity_refusal(self, row: InstanceType, capacity: str) -> str | None:
         return acceptance.capacity_refusal(row.name, capacity) or super().capacity_refusal(row, capacity)
