@@ -420,3 +420,17 @@ def test_random_specs_admit_nothing_beyond_what_the_pools_hold(cloud, workloads)
         assert used["nvidia.com/gpu"] <= pool.max_nodes * pool.gpus_per_node, pool.name
         for resource in ("cpu", "memory"):
             assert used[resource] <= parse_quantity(dict(pool.node_allocatable)[resource]) * pool.max_nodes
+
+
+def test_kueue_on_a_dra_target_is_refused_at_the_queue_setting():
+    """Kueue's quotas as written count nvidia.com/gpu; DRA pods ask through claims, so the two together would
+    admit GPUs without a limit: a located error, not quotas that count nothing."""
+    doc = yaml.safe_load(queued_text())
+    for target in doc["targets"]:
+        target["settings"]["gpu_allocation"] = "dra"
+    text = yaml.safe_dump(doc, sort_keys=False)
+    with pytest.raises(SpecError) as info:
+        build_plan(load_text(text, "spec.yaml"))
+    message = str(info.value)
+    assert "settings.queue" in message and "gpu_allocation: dra" in message
+    assert "spec.yaml:" in message

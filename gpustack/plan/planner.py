@@ -179,6 +179,15 @@ class _TargetPlanner:
         """settings.queue: the queues, flavors and quotas of the target's training and fine-tuning."""
         if self.target.setting("queue") != queues.SYSTEM:
             return None
+        if self.target.setting("gpu_allocation") == "dra":
+            # The quotas gpustack writes count nvidia.com/gpu; a DRA pod asks through a ResourceClaim, which
+            # those quotas do not see, so the GPUs would be admitted without a limit.
+            self.problem(None, "", "settings.queue: kueue with settings.gpu_allocation: dra is not supported yet: "
+                                   "the ClusterQueue quotas gpustack writes count nvidia.com/gpu, and pods on a DRA "
+                                   "target ask for GPUs through ResourceClaims, which those quotas do not count; "
+                                   "use one of the two on this target",
+                         path=("targets", self.target.index, "settings", "queue"))
+            return None
         try:
             return queues.plan_queues(self.spec, pools, requests, self.cloud)
         except queues.QueueProblem as exc:
