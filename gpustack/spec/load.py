@@ -598,10 +598,12 @@ class _SpecReader(Reader):
         if cloud and region:
             known = self.catalog.regions(cloud.name)
             if region not in known:
-                nearest = self.catalog.nearest_regions(cloud.name, region)
+                nearest = self.catalog.nearest_regions(cloud.name, region, geography=cloud.region_geography)
+                area = cloud.region_geography(region)[0]
+                spelt = [r for r in known if cloud.region_geography(r)[0] == area] if area else known
                 region = self.problem(path + ("region",), f"the {self.catalog_name()} has no "
                                                           f"{cloud.display_name} GPU instance types in {region!r}"
-                                                          f"{did_you_mean(region, known)}: its price sources list "
+                                                          f"{did_you_mean(region, spelt)}: its price sources list "
                                                           f"none there; nearest regions with GPUs: "
                                                           f"{', '.join(nearest)} (of {len(known)} catalogued); if "
                                                           f"{cloud.display_name} sells GPUs there, {ADD_ROWS} "
@@ -726,7 +728,8 @@ class _SpecReader(Reader):
                         f"{workload.gpu} is not offered by {cloud.display_name} (target {target.name!r}): {gap}; "
                         f"the catalog has it in: {where or 'no region'}"))
                     continue
-                nearest = self.catalog.nearest_regions(target.cloud, target.region, workload.gpu)
+                nearest = self.catalog.nearest_regions(target.cloud, target.region, workload.gpu,
+                                                       geography=cloud.region_geography)
                 near = f"nearest {cloud.display_name} regions with it: {', '.join(nearest)}; " if nearest else ""
                 self.problems.append(Problem(
                     self.doc.where(("workloads", workload.index, "gpu")), f"workloads[{workload.index}].gpu",
