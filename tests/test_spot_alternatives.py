@@ -1,6 +1,7 @@
 """A spot pool over several instance types (`instance_types: {<cloud>: [a, b, c]}`): planned over the set
 where the provisioner takes it (EKS managed node groups, Karpenter), priced at the set's worst spot price,
-with the on-demand fallback on the first type; a capability gap where a pool has one machine type."""
+with the on-demand fallback on the first type, one priority per type in a GKE ComputeClass; a capability gap
+where a pool has one machine type."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from gpustack.catalog import load_catalog
 from gpustack.errors import SpecError
 from gpustack.plan import build_plan
 from gpustack.plan.prices import PriceBook
+from gpustack.render import in_cluster
 from gpustack.spec import load_spec
 from gpustack.testing import run_program
+from test_render import validate
 
 # Three spot types per cloud, one GPU each (the same replicas per node), of different sizes.
 TYPES = {
@@ -91,13 +94,30 @@ def test_karpenter_node_pool_requires_any_of_the_types(tmp_path):
     assert (requirement.operator, tuple(requirement.values)) == ("In", tuple(TYPES["aws"][1]))
 
 
-@pytest.mark.parametrize("cloud, provisioner", [("gcp", None), ("azure", None), ("gcp", "compute-class")])
+@pytest.mark.parametrize("cloud, provisioner", [("gcp", None), ("azure", None)])
 def test_one_machine_type_per_pool_is_a_capability_gap(tmp_path, cloud, provisioner):
     plan = build_plan(load_spec(write(tmp_path, cloud, TYPES[cloud][1], provisioner)))
     spot = next(p for p in plan.targets[0].pools if p.capacity == "spot")
     assert spot.instance_types == () and spot.instance_type == TYPES[cloud][1][0]
     gaps = [w.message for w in plan.warnings if w.code == "capability-gap" and w.pool == spot.name]
     assert len(gaps) == 1 and "runs on" in gaps[0] and TYPES[cloud][1][1] in gaps[0]
+
+
+def test_a_gke_compute_class_spot_pool_gets_one_spot_priority_per_machine_type(tmp_path):
+    types = TYPES["gcp"][1]
+    plan = build_plan(load_spec(write(tmp_path, "gcp", types, "compute-class")))
+    [target] = plan.targets
+    spot = next(p for p in target.pools if p.capacity == "spot")
+    assert spot.instance_types == tuple(types)
+    assert not [w for w in plan.warnings if w.code == "capability-gap" and w.pool == spot.name]
+    assert spot.price.usd_per_node_hour == worst_spot("gcp", target.region, types) > worst_spot("gcp", target.region,
+                                                                                                  types[:1])
+    [cls] = [o for o in in_cluster(plan, target).node_objects if o["kind"] == "ComputeClass"]
+    validate(cls)  # tests/schemas/cloud.google.com_computeclasses.yaml
+    priorities = [(p["machineType"], p["spot"], p["gpu"]["type"], p["gpu"]["count"]) for p in cls["spec"]["priorities"]]
+    assert priorities == [*((t, True, "nvidia-l4", 1) for t in types), (types[0], False, "nvidia-l4", 1)]
+    assert {p["nodeLabels"]["gpustack.dev/pool"] for p in cls["spec"]["priorities"][:3]} == {spot.name}
+    assert any(n.startswith("One spot priority per machine type") for n in spot.notes)
 
 
 def test_notebooks_may_list_types_too(tmp_path):
