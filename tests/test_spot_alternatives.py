@@ -6,6 +6,7 @@ where a pool has one machine type."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 import yaml
@@ -18,6 +19,8 @@ from gpustack.plan.prices import PriceBook
 from gpustack.render import in_cluster
 from gpustack.spec import load_spec
 from gpustack.testing import run_program
+from cloudsim.checks import simulated_groups, view
+from cloudsim.kube import estimate_scale_up, why_not
 from test_render import validate
 
 # Three spot types per cloud, one GPU each (the same replicas per node), of different sizes.
@@ -85,6 +88,42 @@ def test_eks_managed_node_group_declares_every_type(tmp_path):
     groups = {r.inputs["capacityType"]: r.inputs["instanceTypes"] for r in declared
               if r.type == "aws:eks/nodeGroup:NodeGroup"}
     assert groups == {"SPOT": TYPES["aws"][1], "ON_DEMAND": TYPES["aws"][1][:1]}
+
+
+def scale_from_zero(spec: str) -> tuple[list[tuple[str, str | None, str | None, int]], list[str]]:
+    """For each type of the spot node group as simulated (tests/cloudsim/cluster.py): whether the
+    autoscaler's template of that type at zero takes the workload's pod, whether a node of that type
+    holds it, and the nodes one scale-up from zero starts for the pool's replicas; and the warnings.
+    The AWS autoscaler models a mixed group by one type (cloudprovider/aws/aws_manager.go,
+    buildInstanceType) and binpacks on its template (estimator/binpacking_estimator.go, Estimate)."""
+    plan = build_plan(load_spec(spec))
+    [target] = plan.targets
+    spot = next(p for p in target.pools if p.capacity == "spot")
+    [group] = simulated_groups(plan, target, run_program(spec, target.name))[spot.name]
+    pod = view(target).pods["tune"][0]
+    replicas = sum(p.replicas for p in spot.placements)
+    out = []
+    for row, template, node in zip(group.rows, group.templates, group.nodes, strict=True):
+        started, unhelped = estimate_scale_up([pod] * replicas, template, spot.max_nodes)
+        out.append((row.name, why_not(pod, template), why_not(pod, node), started if not unhelped else -1))
+    return out, [w.code for w in plan.warnings]
+
+
+def test_the_simulated_autoscaler_scales_the_mixed_spot_group_from_zero_on_each_of_its_types(tmp_path):
+    each, _ = scale_from_zero(write(tmp_path, "aws", TYPES["aws"][1]))
+    assert each == [(t, None, None, 4) for t in TYPES["aws"][1]]  # four 1-GPU replicas, one node each
+
+
+def test_the_simulation_sees_a_type_too_small_for_the_pod_which_the_plan_warns_of(tmp_path):
+    spec = write(tmp_path, "aws", ["g4dn.8xlarge", "g4dn.4xlarge"])
+    doc = yaml.safe_load(Path(spec).read_text())
+    doc["workloads"][0]["cpu"] = 20  # more than a g4dn.4xlarge (16 vCPUs) has
+    Path(spec).write_text(yaml.safe_dump(doc, sort_keys=False))
+    each, warnings = scale_from_zero(spec)
+    # The template takes the pod (the group's tags describe the first type), a 4xlarge node does not.
+    assert each[0] == ("g4dn.8xlarge", None, None, 4)
+    assert each[1][0] == "g4dn.4xlarge" and each[1][1] is None and each[1][2] == "Insufficient cpu"
+    assert "mixed-instance-types" in warnings
 
 
 def test_karpenter_node_pool_requires_any_of_the_types(tmp_path):
