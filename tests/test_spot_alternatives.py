@@ -1,4 +1,5 @@
-"""A spot pool over several instance types (`instance_types: {<cloud>: [a, b, c]}`): planned over the set
+"""A spot pool over several instance types (`instance_types: {<cloud>: [a, b, c]}`) or GPU models
+(`gpu: [A100-80GB, H100]`): planned over the set
 where the provisioner takes it (EKS managed node groups, Karpenter), priced at the set's worst spot price,
 with the on-demand fallback on the first type, one priority per type in a GKE ComputeClass; a capability gap
 where a pool has one machine type."""
@@ -6,6 +7,7 @@ where a pool has one machine type."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -186,3 +188,97 @@ def test_bad_alternatives_are_located_at_their_entry(tmp_path, types, index, wor
 def test_a_single_name_keeps_its_meaning(tmp_path):
     found = pools(write(tmp_path, "aws", "g4dn.4xlarge"))
     assert found["spot"].instance_type == "g4dn.4xlarge" and found["spot"].instance_types == ()
+
+
+# -- several GPU models: `gpu: [A100-80GB, H100]` ----------------------------------------------------
+def models_spec(tmp_path, cloud: str, models: list[str], gpus: int = 8, provisioner: str | None = None,
+                kind: str = "fine-tuning", **extra) -> str:
+    target = copy.deepcopy(TARGETS[cloud])
+    if provisioner:
+        target["settings"]["provisioner"] = provisioner
+    workload = {"name": "tune", "kind": kind, "gpu": models, "gpus": gpus, "replicas": 2,
+                "labels": {"team": "ml", "environment": "dev"}, **extra}
+    if kind != "notebook":
+        workload.update(checkpointing=True, hours_per_month=100)
+    path = tmp_path / "models.yaml"
+    path.write_text(yaml.safe_dump({"version": 1, "name": "t", "targets": [target], "workloads": [workload]},
+                                   sort_keys=False))
+    return str(path)
+
+
+@pytest.mark.parametrize("provisioner", [None, "karpenter"])
+def test_an_eks_spot_pool_over_two_gpu_models_takes_a_type_of_each_at_the_worst_spot_price(tmp_path, provisioner):
+    path = models_spec(tmp_path, "aws", ["A100-80GB", "H100"], provisioner=provisioner)
+    found = pools(path)
+    spot, fallback = found["spot"], found["fallback"]
+    # Packed on the first model's 8-GPU type; the H100 type of 8 GPUs with at least its CPUs and memory.
+    assert (spot.gpu, spot.instance_type) == ("A100-80GB", "p4de.24xlarge")
+    assert spot.instance_types == ("p4de.24xlarge", "p5.48xlarge") and spot.gpu_models == ("A100-80GB", "H100")
+    worst = worst_spot("aws", "us-east-1", ["p4de.24xlarge", "p5.48xlarge"])
+    assert worst > worst_spot("aws", "us-east-1", ["p4de.24xlarge"])  # H100's spot price, not A100's
+    assert spot.price.usd_per_node_hour == worst and "worst spot price" in spot.price.source
+    assert any("GPUs: A100-80GB or H100" in n for n in spot.notes)
+    assert (fallback.instance_type, fallback.instance_types, fallback.gpu_models) == ("p4de.24xlarge", (), ())
+    plan_json = json.loads(build_plan(load_spec(path)).to_json())
+    [spot_json] = [p for p in plan_json["targets"][0]["pools"] if p["capacity"] == "spot"]
+    assert spot_json["gpu_models"] == ["A100-80GB", "H100"]
+    if provisioner == "karpenter":
+        requirement = next(r for r in spot.compiled.requirements if r.key == "node.kubernetes.io/instance-type")
+        assert tuple(requirement.values) == ("p4de.24xlarge", "p5.48xlarge")
+    else:
+        groups = {r.inputs["capacityType"]: r.inputs["instanceTypes"] for r in run_program(path, "aws-t")
+                  if r.type == "aws:eks/nodeGroup:NodeGroup"}
+        assert groups == {"SPOT": ["p4de.24xlarge", "p5.48xlarge"], "ON_DEMAND": ["p4de.24xlarge"]}
+
+
+def test_a_gke_compute_class_gives_each_gpu_model_its_priority_with_its_accelerator(tmp_path):
+    plan = build_plan(load_spec(models_spec(tmp_path, "gcp", ["A100-80GB", "H100"], provisioner="compute-class")))
+    [target] = plan.targets
+    [cls] = [o for o in in_cluster(plan, target).node_objects if o["kind"] == "ComputeClass"]
+    validate(cls)
+    assert [(p["machineType"], p["spot"], p["gpu"]["type"]) for p in cls["spec"]["priorities"]] == [
+        ("a2-ultragpu-8g", True, "nvidia-a100-80gb"), ("a3-highgpu-8g", True, "nvidia-h100-80gb"),
+        ("a2-ultragpu-8g", False, "nvidia-a100-80gb")]
+
+
+def test_gke_node_pools_keep_the_first_model_with_a_capability_gap(tmp_path):
+    plan = build_plan(load_spec(models_spec(tmp_path, "gcp", ["A100-80GB", "H100"])))
+    spot = next(p for p in plan.targets[0].pools if p.capacity == "spot")
+    assert (spot.instance_types, spot.gpu_models) == ((), ())
+    [gap] = [w.message for w in plan.warnings if w.code == "capability-gap" and w.pool == spot.name]
+    assert "runs on a2-ultragpu-8g only, not on a3-highgpu-8g" in gap
+
+
+def test_a_model_without_a_type_of_the_pools_gpu_count_is_left_out_with_a_warning(tmp_path):
+    plan = build_plan(load_spec(models_spec(tmp_path, "aws", ["H100", "H200"], gpus=1)))
+    spot = next(p for p in plan.targets[0].pools if p.capacity == "spot")
+    assert spot.instance_types == () and spot.instance_type == "p5.4xlarge"  # H200 comes 8 to a node only
+    [left] = [w.message for w in plan.warnings if w.code == "gpu-model-left-out"]
+    assert left.startswith(f"pool {spot.name!r} does not launch H200: no instance type here has 1 of it per node")
+
+
+@pytest.mark.parametrize("models, extra, kind, path, words", [
+    (["A100-80GB", "H100"], {}, "inference", "workloads[0].gpu", "a list of GPU models is for spot pools"),
+    (["H100", "A100-40GB"], {}, "training", "workloads[0].gpu[1]", "A100-40GB has 40 GB per GPU, less than the 80"),
+    (["H100", "H100"], {}, "training", "workloads[0].gpu[1]", "listed twice"),
+    (["A100-80GB", "H10"], {}, "training", "workloads[0].gpu[1]", "is not a GPU model of the catalog"),
+    (["A100-80GB", "H100"], {"mig": "1g.10gb", "gpus": None}, "notebook", "workloads[0].gpu[1]",
+     "a MIG workload runs on one GPU model"),
+])
+def test_bad_gpu_lists_are_located(tmp_path, models, extra, kind, path, words):
+    spec = models_spec(tmp_path, "aws", models, kind=kind, **{k: v for k, v in extra.items() if v is not None})
+    if extra.get("gpus", 1) is None:
+        doc = yaml.safe_load(Path(spec).read_text())
+        del doc["workloads"][0]["gpus"]
+        Path(spec).write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(SpecError) as caught:
+        load_spec(spec)
+    assert any(p.path == path and words in p.message for p in caught.value.problems), caught.value.problems
+
+
+def test_a_single_gpu_model_keeps_its_meaning_and_its_plan(tmp_path):
+    (tmp_path / "one").mkdir()
+    (tmp_path / "list").mkdir()
+    one = build_plan(load_spec(models_spec(tmp_path / "one", "aws", "A100-80GB"))).to_json()
+    assert one == build_plan(load_spec(models_spec(tmp_path / "list", "aws", ["A100-80GB"]))).to_json()
+    assert "gpu_models" not in one

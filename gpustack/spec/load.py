@@ -20,7 +20,7 @@ from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
 from gpustack.spec.idle import check_prometheus, read_idle
 from gpustack.spec.autostop import read_autostop
-from gpustack.spec.alternatives import read_alternatives
+from gpustack.spec.alternatives import gpu_alternatives, read_alternatives, read_gpus
 from gpustack.spec.availability import read_availability
 from gpustack.spec.discount import read_discount
 from gpustack.spec.model import (
@@ -337,6 +337,8 @@ class _SpecReader(Reader):
         seen: dict[str, int] = {}
         for i, item in enumerate(items):
             workload = self.workload(("workloads", i), item, i)
+            if workload is not BAD:
+                workload = gpu_alternatives(self, self.gpu, ("workloads", i), item, workload)
             if workload is BAD:
                 continue
             if workload.name in seen:
@@ -354,7 +356,7 @@ class _SpecReader(Reader):
         before = len(self.problems)
         name = self.dns_label(path + ("name",), value["name"])
         kind = self.choice(path + ("kind",), value["kind"], KINDS)
-        gpu = self.gpu(path + ("gpu",), value["gpu"])
+        gpu = read_gpus(self, self.gpu, path + ("gpu",), value["gpu"], kind)
         field = {key: path + (key,) for key in WORKLOAD_OPTIONAL}
         forms = [key for key in SIZE_FORMS if key in value]
         if len(forms) > 1:

@@ -185,6 +185,7 @@ class ComputeClasses(Provisioner):
         shared = strategy is not None
         project = target.setting("project")
         reservation = facts.reservation_name(target.cluster, pool.cloud_name) if pool.reserved_nodes else None
+        gpu_of = dict(zip(pool.instance_types, pool.gpu_models, strict=False))  # a pool over GPU models
         return ClassPool(
             class_name=dict(pool.labels).get(CLASS_LABEL, ""),
             priority=Priority(
@@ -203,7 +204,7 @@ class ComputeClasses(Provisioner):
             zones=tuple(pool.zones),
             consolidation_minutes=consolidation_minutes(pool),
             reservation_affinity=RESERVATION_AFFINITY if reservation else None,
-            alternatives=tuple((t, facts.accelerator_type(pool.gpu, t)) for t in pool.instance_types[1:]),
+            alternatives=tuple((t, facts.accelerator_type(gpu_of.get(t, pool.gpu), t)) for t in pool.instance_types[1:]),
         )
 
     def check_pool(self, pool: Pool) -> list[str]:
