@@ -231,6 +231,11 @@ def test_an_eks_spot_pool_over_two_gpu_models_takes_a_type_of_each_at_the_worst_
         assert groups == {"SPOT": ["p4de.24xlarge", "p5.48xlarge"], "ON_DEMAND": ["p4de.24xlarge"]}
 
 
+def test_the_simulated_autoscaler_scales_the_two_model_group_from_zero_on_each_type(tmp_path):
+    each, _ = scale_from_zero(models_spec(tmp_path, "aws", ["A100-80GB", "H100"]))
+    assert each == [("p4de.24xlarge", None, None, 2), ("p5.48xlarge", None, None, 2)]  # 8 GPUs a replica
+
+
 def test_a_gke_compute_class_gives_each_gpu_model_its_priority_with_its_accelerator(tmp_path):
     plan = build_plan(load_spec(models_spec(tmp_path, "gcp", ["A100-80GB", "H100"], provisioner="compute-class")))
     [target] = plan.targets
