@@ -24,6 +24,8 @@ from gpustack.render.workloads import patch, wirings
 from gpustack.spec import load_spec
 from gpustack.spec.model import Availability
 from gpustack.testing import run_program
+from cloudsim.checks import simulated_groups, view
+from cloudsim.kube import why_not
 from strategic_merge import merge, plain_object, pod_spec
 
 # Two zones per cloud, in the spelling of the setting each cloud spreads over.
@@ -162,6 +164,22 @@ def test_eks_declares_one_node_group_and_reservation_per_subnet(tmp_path):
               and r.inputs["capacityType"] == "ON_DEMAND" and r.inputs["scalingConfig"]["maxSize"] == 1]
     assert sorted(tuple(g["subnetIds"]) for g in groups) == [("subnet-0a1b",), ("subnet-0c2d",)]
     assert len({g["nodeGroupName"] for g in groups}) == 2
+
+
+def test_the_simulated_cluster_sees_each_node_group_of_the_eks_spread_floor(tmp_path):
+    """tests/cloudsim: every node group the program declares for the floor (not only the first), each
+    sized to the nodes its reservation holds (min = max), each in its own subnet, and a node of each
+    holds one replica."""
+    path = write(tmp_path, "aws", [chat()])
+    plan = build_plan(load_spec(path))
+    [target] = plan.targets
+    [floor] = floor_of(target)
+    groups = simulated_groups(plan, target, run_program(path, TARGETS["aws"]["name"]))[floor.name]
+    assert [(g.min_nodes, g.max_nodes) for g in groups] == [(1, 1), (1, 1)]
+    assert sorted(tuple(g.resource["inputs"]["subnetIds"]) for g in groups) == [("subnet-0a1b",), ("subnet-0c2d",)]
+    pod = view(target).pods["chat"][0]
+    nodes = [g.node for g in groups for _ in range(g.min_nodes)]
+    assert sum(why_not(pod, node) is None for node in nodes) == floor.min_nodes == 2  # the two floor replicas
 
 
 def test_aks_declares_a_zonal_pool(tmp_path):

@@ -3,6 +3,7 @@ fit two lines at a terminal, the price-age warning once per CI job, the packer's
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import zoneinfo
 
@@ -111,15 +112,35 @@ def test_the_price_age_warning_is_said_once_per_ci_job(tmp_path, capsys, monkeyp
     job.mkdir()
     monkeypatch.setenv("RUNNER_TEMP", str(job))
     first = run(capsys, "plan", str(spec))[1]
-    assert "prices as of" in first
+    assert "prices more than 180 days old" in first
     for command in (["plan", str(spec), "--format", "json"], ["check", str(spec)], ["validate", str(spec)]):
         _, err = run(capsys, *command)
-        assert "prices as of" not in err, command
+        assert "prices more than 180 days old" not in err, command
     monkeypatch.setenv("GPUSTACK_WARN_ONCE_DIR", "")  # turned off: every command says it
-    assert "prices as of" in run(capsys, "plan", str(spec))[1]
+    assert "prices more than 180 days old" in run(capsys, "plan", str(spec))[1]
     monkeypatch.delenv("RUNNER_TEMP")
     monkeypatch.delenv("GPUSTACK_WARN_ONCE_DIR")
-    assert "prices as of" in run(capsys, "plan", str(spec))[1]  # outside a job: every run
+    assert "prices more than 180 days old" in run(capsys, "plan", str(spec))[1]  # outside a job: every run
+
+
+def test_the_price_age_warning_is_one_line_naming_every_old_target_with_its_age(capsys, monkeypatch):
+    from gpustack.commands._shared import print_warnings
+    from gpustack.plan import build_plan
+    from gpustack.spec import load_spec
+
+    from conftest import EXAMPLE
+
+    monkeypatch.delenv("RUNNER_TEMP", raising=False)
+    monkeypatch.delenv("GPUSTACK_WARN_ONCE_DIR", raising=False)
+    plan = build_plan(load_spec(EXAMPLE))  # aws-prod 2025-11, azure-prod 2026-06-18, gcp-prod from 2025-09, oci 2025-10
+    plan = dataclasses.replace(plan, warnings=())
+    print_warnings(plan, today=datetime.date(2026, 12, 1))
+    assert capsys.readouterr().err == (
+        "warning: prices more than 180 days old: aws-prod 395 days (as of 2025-11), gcp-prod 456 days (as of 2025-09 "
+        "to 2026-07-30), oci-prod 426 days (as of 2025-10); run gpustack catalog refresh, or give current or "
+        "negotiated prices with --catalog FILE\n")
+    print_warnings(plan, today=datetime.date(2026, 2, 1))  # the oldest, 2025-09, is 153 days old: quiet
+    assert capsys.readouterr().err == ""
 
 
 def test_the_packer_s_method_is_in_why_only_with_wide():

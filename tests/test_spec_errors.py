@@ -166,6 +166,19 @@ def test_gpu_missing_in_a_region_names_the_nearest_regions_that_have_it():
                               "eu-central-1; ")
 
 
+@pytest.mark.parametrize(("cloud", "catalogued", "region", "nearest"), [
+    ("aws", "us-east-1", "ca-west-1", "ca-central-1, us-west-1, us-west-2"),  # Calgary: Canada, then North America
+    ("gcp", "us-central1", "northamerica-south1", "northamerica-northeast1, northamerica-northeast2, us-south1"),
+    ("azure", "eastus", "canadawest", "canadaeast, canadacentral, centralus"),
+    ("oci", "us-ashburn-1", "us-phoenix-1", "us-ashburn-1, ca-toronto-1, ca-montreal-1"),
+])
+def test_a_region_without_gpus_suggests_regions_of_its_own_geography_first(cloud, catalogued, region, nearest):
+    text = spec_text([TRAIN], (cloud,)).replace(catalogued, region)
+    message = error(text)
+    assert f"nearest regions with GPUs: {nearest} (of " in message
+    assert "(did you mean 'us-west-1'?)" not in message  # a spelling of another geography is no suggestion
+
+
 def test_settings_each_cloud_requires():
     text = spec_text([TRAIN], ("aws",)).replace("    subnet_ids:\n    - subnet-0a1b\n", "    {}\n")
     assert error(text) == f"{at(text, '{}')}: targets[0].settings: missing required key 'subnet_ids'"

@@ -142,13 +142,20 @@ class Catalog:
                     found.setdefault(row.cloud, set()).add(row.region)
         return {cloud: tuple(sorted(regions)) for cloud, regions in sorted(found.items())}
 
-    def nearest_regions(self, cloud: str, region: str, gpu: str | None = None, count: int = 3) -> tuple[str, ...]:
-        """The catalogued regions of `cloud` (with `gpu`, when given) whose names are closest to `region`.
-
-        Region names encode geography (eu-west-1, europe-west4, westeurope, eu-frankfurt-1), so the
-        closest names are the nearby regions; ties go by name."""
+    def nearest_regions(self, cloud: str, region: str, gpu: str | None = None, count: int = 3,
+                        geography: Callable[[str], tuple[str, str]] | None = None) -> tuple[str, ...]:
+        """The catalogued regions of `cloud` (with `gpu`, when given) nearest `region`: those of its area
+        first, then of its continent (`geography`: the cloud's (area, continent) of a region name), and
+        within each the closest names (eu-west-1 is near eu-west-2), ties by name."""
         regions = {row.region for row in self.rows_of(cloud) if gpu is None or row.gpu == gpu} - {region}
-        return tuple(sorted(regions, key=lambda r: (-_name_closeness(region, r), r))[:count])
+        area, continent = geography(region) if geography else ("", "")
+
+        def nearness(other: str) -> tuple[bool, bool, float, str]:
+            their_area, their_continent = geography(other) if geography else ("", "")
+            return (not area or their_area != area, not continent or their_continent != continent,
+                    -_name_closeness(region, other), other)
+
+        return tuple(sorted(regions, key=nearness)[:count])
 
     def instance(self, cloud: str, region: str, name: str) -> InstanceType | None:
         for row in self.in_region(cloud, region):

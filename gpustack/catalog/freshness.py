@@ -32,6 +32,9 @@ def age_days(dates: str, today: datetime.date) -> int | None:
     return (today - start).days if start else None
 
 
+REFRESH = "run gpustack catalog refresh, or give current or negotiated prices with --catalog FILE"
+
+
 def stale_message(dates: str, today: datetime.date) -> str | None:
     """What to tell a user whose prices date from `dates`, or None when they are recent enough."""
     age = age_days(dates, today)
@@ -39,5 +42,22 @@ def stale_message(dates: str, today: datetime.date) -> str | None:
         return f"the prices have no date ({dates}); give dated rows with --catalog FILE"
     if age <= MAX_PRICE_AGE_DAYS:
         return None
-    return (f"prices as of {dates}: the oldest is {age} days old (more than {MAX_PRICE_AGE_DAYS}); run gpustack "
-            "catalog refresh, or give current or negotiated prices with --catalog FILE")
+    return f"prices as of {dates}: the oldest is {age} days old (more than {MAX_PRICE_AGE_DAYS}); {REFRESH}"
+
+
+def stale_targets_message(as_of: list[tuple[str, str]], today: datetime.date) -> str | None:
+    """One message for every target (name, its `prices_as_of`) whose prices are old or undated on
+    `today`, naming each with its age; None when all are recent enough."""
+    old, undated = [], []
+    for name, dates in as_of:
+        age = age_days(dates, today)
+        if age is None:
+            undated.append(f"{name} ({dates})")
+        elif age > MAX_PRICE_AGE_DAYS:
+            old.append(f"{name} {age} days (as of {dates})")
+    parts = []
+    if old:
+        parts.append(f"prices more than {MAX_PRICE_AGE_DAYS} days old: {', '.join(old)}")
+    if undated:
+        parts.append(f"prices without a date: {', '.join(undated)}, give dated rows with --catalog FILE")
+    return f"{'; '.join(parts)}; {REFRESH}" if parts else None

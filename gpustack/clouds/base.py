@@ -324,6 +324,16 @@ class Cloud:
     # zero (None: it can, through what the provisioner declares).
     template_resources_gap: ClassVar[str | None] = None
 
+    # The continent of each area a region's name starts with (the part before its first "-", e.g. "ca"
+    # of ca-west-1), for suggesting nearby regions: same area first, then same continent (not the
+    # closest spelling: ca-west-1 is nearer ca-central-1 than us-west-1). Declared with its source.
+    region_areas: ClassVar[Mapping[str, str]] = {}
+
+    def region_geography(self, region: str) -> tuple[str, str]:
+        """(area, continent) of a region's name; an empty part when the cloud does not know it."""
+        area = region.split("-", 1)[0]
+        return (area, self.region_areas.get(area, "")) if area in self.region_areas else ("", "")
+
     def declared_gpu_label(self, gpu: str) -> tuple[str, str] | None:
         """The GPU label gpustack declares on a pool's nodes, when the cloud does not set it itself."""
         if not (self.gpu_label and self.gpu_label_declared):

@@ -74,8 +74,8 @@ def with_capacity_problems(error: SpecError) -> SpecError:
 
 
 def print_warnings(plan: Plan, today: datetime.date | None = None) -> None:
-    """The plan's warnings, then one per target whose prices are old on `today` (a fact of the day the
-    command runs, so it is not part of the plan, which stays the same from day to day)."""
+    """The plan's warnings, then one naming the targets whose prices are old on `today` (a fact of the day
+    the command runs, so it is not part of the plan, which stays the same from day to day)."""
     for warning in plan.warnings:
         where = f"{warning.target}: " if warning.target else ""
         warn(f"{where}{warning.message}")
@@ -99,16 +99,14 @@ def stderr_is_terminal() -> bool:
 
 
 def print_price_age(plan: Plan, today: datetime.date | None = None) -> None:
-    """One warning per target whose prices are more than 180 days old on `today`, once per CI job
-    (`gpustack.commands._noise`)."""
-    from gpustack.catalog.freshness import stale_message
+    """One warning naming every target whose prices are more than 180 days old on `today` (each with its
+    age), once per CI job (`gpustack.commands._noise`)."""
+    from gpustack.catalog.freshness import stale_targets_message
     from gpustack.commands._noise import first_in_job
 
-    today = today or datetime.date.today()
-    for target in plan.targets:
-        stale = stale_message(target.prices_as_of, today)
-        if stale and first_in_job(f"{target.name}: {stale}"):
-            warn(f"{target.name}: {stale}")
+    stale = stale_targets_message([(t.name, t.prices_as_of) for t in plan.targets], today or datetime.date.today())
+    if stale and first_in_job(stale):
+        warn(stale)
 
 
 def select_target(plan: Plan, target: str | None) -> Plan:

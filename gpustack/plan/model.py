@@ -273,6 +273,9 @@ class Pool:
     # A spot pool over several instance types (the workloads' `instance_types` lists), `instance_type`
     # first; () when the pool has the one type.
     instance_types: tuple[str, ...] = ()
+    # A spot pool over several GPU models (`gpu: [a, b]`): the GPU model of each of `instance_types`, in
+    # their order; () when the pool has the one model.
+    gpu_models: tuple[str, ...] = ()
     availability: PoolAvailability | None = None
     # What one node offers once its device plugin runs (extended resources -> count), which the
     # cloud's autoscaler must also see on the template node of the pool at zero.
@@ -645,6 +648,7 @@ def _pool(p: Pool) -> dict[str, Any]:
         "reservations": [{"zone": zone, "nodes": nodes} for zone, nodes in p.reservations],
         "spread_zones": list(p.spread_zones),
         "instance_types": list(p.instance_types or (p.instance_type,)),
+        **({"gpu_models": list(p.gpu_models)} if p.gpu_models else {}),
         "availability": None if p.availability is None else {
             "zones": p.availability.zones, "max_replicas_per_node": p.availability.max_replicas_per_node,
             "nodes_without": p.availability.nodes_without,

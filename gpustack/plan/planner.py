@@ -554,7 +554,12 @@ class _TargetPlanner:
 
     def over_types(self, pool: Pool) -> Pool:
         """A spot pool over the instance types its workloads list (`gpustack.plan.alternatives`)."""
-        types = alternatives.listed_types(self.spec, pool, self.target.cloud) if pool.capacity == "spot" else ()
+        if pool.capacity != "spot":
+            return pool
+        types, missing = alternatives.gpu_model_types(self.spec, pool, alternatives.listed_types(
+            self.spec, pool, self.target.cloud), self.rows, self.prices)
+        for message in missing:
+            self.warn("gpu-model-left-out", message, pool=pool.name)
         if not types:
             return pool
         rows = {r.name: r for r in self.rows}

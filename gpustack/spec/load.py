@@ -20,7 +20,7 @@ from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
 from gpustack.spec.idle import check_prometheus, read_idle
 from gpustack.spec.autostop import read_autostop
-from gpustack.spec.alternatives import read_alternatives
+from gpustack.spec.alternatives import gpu_alternatives, read_alternatives, read_gpus
 from gpustack.spec.availability import read_availability
 from gpustack.spec.discount import read_discount
 from gpustack.spec.model import (
@@ -337,6 +337,8 @@ class _SpecReader(Reader):
         seen: dict[str, int] = {}
         for i, item in enumerate(items):
             workload = self.workload(("workloads", i), item, i)
+            if workload is not BAD:
+                workload = gpu_alternatives(self, self.gpu, ("workloads", i), item, workload)
             if workload is BAD:
                 continue
             if workload.name in seen:
@@ -354,7 +356,7 @@ class _SpecReader(Reader):
         before = len(self.problems)
         name = self.dns_label(path + ("name",), value["name"])
         kind = self.choice(path + ("kind",), value["kind"], KINDS)
-        gpu = self.gpu(path + ("gpu",), value["gpu"])
+        gpu = read_gpus(self, self.gpu, path + ("gpu",), value["gpu"], kind)
         field = {key: path + (key,) for key in WORKLOAD_OPTIONAL}
         forms = [key for key in SIZE_FORMS if key in value]
         if len(forms) > 1:
@@ -598,10 +600,12 @@ class _SpecReader(Reader):
         if cloud and region:
             known = self.catalog.regions(cloud.name)
             if region not in known:
-                nearest = self.catalog.nearest_regions(cloud.name, region)
+                nearest = self.catalog.nearest_regions(cloud.name, region, geography=cloud.region_geography)
+                area = cloud.region_geography(region)[0]
+                spelt = [r for r in known if cloud.region_geography(r)[0] == area] if area else known
                 region = self.problem(path + ("region",), f"the {self.catalog_name()} has no "
                                                           f"{cloud.display_name} GPU instance types in {region!r}"
-                                                          f"{did_you_mean(region, known)}: its price sources list "
+                                                          f"{did_you_mean(region, spelt)}: its price sources list "
                                                           f"none there; nearest regions with GPUs: "
                                                           f"{', '.join(nearest)} (of {len(known)} catalogued); if "
                                                           f"{cloud.display_name} sells GPUs there, {ADD_ROWS} "
@@ -726,7 +730,8 @@ class _SpecReader(Reader):
                         f"{workload.gpu} is not offered by {cloud.display_name} (target {target.name!r}): {gap}; "
                         f"the catalog has it in: {where or 'no region'}"))
                     continue
-                nearest = self.catalog.nearest_regions(target.cloud, target.region, workload.gpu)
+                nearest = self.catalog.nearest_regions(target.cloud, target.region, workload.gpu,
+                                                       geography=cloud.region_geography)
                 near = f"nearest {cloud.display_name} regions with it: {', '.join(nearest)}; " if nearest else ""
                 self.problems.append(Problem(
                     self.doc.where(("workloads", workload.index, "gpu")), f"workloads[{workload.index}].gpu",

@@ -206,6 +206,8 @@ class Workload:
     # cloud -> the instance types a spot pool may launch, the pin first (`instance_types` given as a list)
     spot_alternatives: tuple[tuple[str, tuple[str, ...]], ...] = ()
     container: str | None = None  # the GPU container of its object (None: its only container, else its name)
+    # `gpu: [a, b, ...]`: the other GPU models its spot pool may launch (`gpu` is the first)
+    gpu_alternatives: tuple[str, ...] = ()
     block: CapacityBlock | None = None  # capacity: block
     flex: FlexStart | None = None  # capacity: flex
 

@@ -156,3 +156,10 @@ def upgrade_failures(target: TargetView, sims: Mapping[str, cluster.SimPool], re
         if not outcome.completed:
             wrong.append(f"{pool.name}: the upgrade of {pool.reserved_nodes} reserved node(s) fails: {outcome.why}")
     return wrong
+
+
+def simulated_groups(plan: Plan, target: TargetPlan, resources: Sequence[Any]) -> dict[str, tuple[cluster.SimPool, ...]]:
+    """Every declared node group of `target` by its plan pool (a spread floor's one per subnet)."""
+    rendered = in_cluster(plan, target)
+    values = rendered.operator.values if rendered.operator else None
+    return cluster.node_groups(target.cloud, target.region, target.cluster, resources, rendered.objects, values)

@@ -1,5 +1,6 @@
-"""One target's node pools as the simulator sees them: the declared node-pool resource of each pool,
-its template at zero, a running node, and its upgrade settings."""
+"""One target's node pools as the simulator sees them: the declared node-pool resources of each pool (a
+spread floor declares one EKS node group per subnet), the template at zero of each instance type a node
+group may launch, a running node, and its upgrade settings."""
 
 from __future__ import annotations
 
@@ -43,21 +44,30 @@ class SimPool:
     pool: str  # the plan pool it belongs to (its component's name)
     name: str  # the node pool's name on the cloud
     resource: Mapping[str, Any]
-    row: InstanceType
-    template: Node
+    row: InstanceType  # the first instance type of the node group
+    template: Node  # the template at zero of `row`
     node: Node  # a ready node of the pool
     min_nodes: int
     max_nodes: int
+    # Every instance type the node group may launch (`row` first) and the template at zero of each. The
+    # AWS autoscaler models a mixed group by the first of its Auto Scaling group's instance-type overrides
+    # (cloudprovider/aws/aws_manager.go, buildInstanceType: "always use first instance"); the simulator
+    # does not assume which type EKS lists first, so a pod of the pool must fit the template of each.
+    # A node's allocatable comes from the type that launched (the tags above do not change it), so each
+    # type has its ready node too: a scale-up helps only if that node holds the pod.
+    rows: tuple[InstanceType, ...] = ()
+    templates: tuple[Node, ...] = ()
+    nodes: tuple[Node, ...] = ()
 
 
-def _instance(cloud: str, inputs: Mapping[str, Any]) -> str:
+def _instances(cloud: str, inputs: Mapping[str, Any]) -> tuple[str, ...]:
     if cloud == "aws":
-        return inputs["instanceTypes"][0]
+        return tuple(inputs["instanceTypes"])
     if cloud == "azure":
-        return inputs["vmSize"]
+        return (inputs["vmSize"],)
     if cloud == "gcp":
-        return inputs["nodeConfig"]["machineType"]
-    return inputs["nodeShape"]
+        return (inputs["nodeConfig"]["machineType"],)
+    return (inputs["nodeShape"],)
 
 
 def _bounds(cloud: str, inputs: Mapping[str, Any]) -> tuple[int, int]:
@@ -114,31 +124,51 @@ def _template(cloud: str, resource: Mapping[str, Any], cluster: str, row: Instan
 
 def pools(cloud: str, region: str, cluster: str, resources: Sequence[Any], objects: Sequence[Mapping[str, Any]] = (),
           operator_values: Mapping[str, Any] | None = None) -> dict[str, SimPool]:
-    """Every declared node pool of the target, by the plan pool (component) it belongs to."""
+    """The first declared node pool of each plan pool (component) of the target, by its name."""
+    return {name: groups[0] for name, groups in
+            node_groups(cloud, region, cluster, resources, objects, operator_values).items()}
+
+
+def node_groups(cloud: str, region: str, cluster: str, resources: Sequence[Any],
+                objects: Sequence[Mapping[str, Any]] = (),
+                operator_values: Mapping[str, Any] | None = None) -> dict[str, tuple[SimPool, ...]]:
+    """Every declared node pool of the target, by the plan pool (component) it belongs to, in the order
+    declared (a spread floor's node group per subnet)."""
     declared = [plain(r) for r in resources]
     oke_bounds = _oke_bounds(declared)
-    found = {}
+    found: dict[str, tuple[SimPool, ...]] = {}
     for resource in declared:
         if resource["type"] != NODE_POOL_TYPES[cloud]:
             continue
         inputs = resource["inputs"]
-        row = load_catalog().instance(cloud, region, _instance(cloud, inputs))
-        assert row is not None, _instance(cloud, inputs)
-        template = templates.with_daemonsets(_template(cloud, resource, cluster, row))
-        offered = devices.advertised(cloud, resource, row, objects, operator_values)
-        cpu, memory_gib = allocatable_cpu_memory(row.vcpus, row.memory_gib, CLOUDS.get(cloud).kubelet_reservation,
-                                                 row.name)
-        allocatable = {"pods": 110.0, "cpu": cpu, "memory": memory_gib * templates.GIB,
-                       **{k: float(v) for k, v in offered.items()}}
-        if "nvidia.com/gpu" not in offered:
-            allocatable.pop("nvidia.com/gpu", None)
-        node = Node(allocatable, devices.node_labels(cloud, resource), _node_taints(cloud, inputs))
+        rows = tuple(load_catalog().instance(cloud, region, name) for name in _instances(cloud, inputs))
+        assert all(rows), _instances(cloud, inputs)
+        kinds = tuple(r for r in rows if r is not None)
+        row = kinds[0]
+        each = tuple(templates.with_daemonsets(_template(cloud, resource, cluster, r)) for r in kinds)
+        template = each[0]
+        ready = tuple(_ready_node(cloud, resource, r, objects, operator_values) for r in kinds)
+        node = ready[0]
         low, high = _bounds(cloud, inputs)
         if cloud == "oci":
             low, high = oke_bounds.get(f"{resource['name']}-id", (low, low))
-        found[resource["parent"]] = SimPool(cloud, resource["parent"], inputs[_NAME_FIELD[cloud]], resource, row,
-                                            template, node, low, high)
+        group = SimPool(cloud, resource["parent"], inputs[_NAME_FIELD[cloud]], resource, row, template, node, low,
+                        high, kinds, each, ready)
+        found[resource["parent"]] = (*found.get(resource["parent"], ()), group)
     return found
+
+
+def _ready_node(cloud: str, resource: Mapping[str, Any], row: InstanceType, objects: Sequence[Mapping[str, Any]],
+                operator_values: Mapping[str, Any] | None) -> Node:
+    """A ready node of `row` in the node pool: what its kubelet and device plugin advertise."""
+    offered = devices.advertised(cloud, resource, row, objects, operator_values)
+    cpu, memory_gib = allocatable_cpu_memory(row.vcpus, row.memory_gib, CLOUDS.get(cloud).kubelet_reservation,
+                                             row.name)
+    allocatable = {"pods": 110.0, "cpu": cpu, "memory": memory_gib * templates.GIB,
+                   **{k: float(v) for k, v in offered.items()}}
+    if "nvidia.com/gpu" not in offered:
+        allocatable.pop("nvidia.com/gpu", None)
+    return Node(allocatable, devices.node_labels(cloud, resource), _node_taints(cloud, resource["inputs"]))
 
 
 def pod(requests: Mapping[str, str], node_selector: Mapping[str, str],

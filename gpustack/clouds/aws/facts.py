@@ -147,6 +147,10 @@ class EKS(Cloud):
     display_name = "EKS"
     provisioners = ("managed", "karpenter")
     kubelet_reservation = KUBELET_RESERVATION
+    # Region codes start with their geographic area: us, ca, mx (North America), sa, eu, il, me, af, ap
+    # (https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-regions.html).
+    region_areas = {"us": "north-america", "ca": "north-america", "mx": "north-america", "sa": "south-america",
+                    "eu": "europe", "il": "middle-east", "me": "middle-east", "af": "africa", "ap": "asia-pacific"}
     # Durations are sold "in 1-day increments up to 14 days, and in 7-day increments up to 182 days"; "each
     # Capacity Block can have up to 64 instances, and you can have up to 256 instances across Capacity
     # Blocks" (capacity-blocks-purchase). Instances running in a block are terminated 30 minutes before its

@@ -142,12 +142,39 @@ def agent_pool_enums(pool: Pool) -> dict[str, str | None]:
     return values
 
 
+# The country or area word of a region name -> (area, continent), after the geographies of
+# https://learn.microsoft.com/en-us/azure/reliability/regions-list ("us" only as the name's end:
+# eastus2, northcentralus; "australiaeast" holds "us" inside).
+_AREAS_BY_CONTINENT: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("north-america", (("us", r"us\d*$"), ("canada", "^canada"), ("mexico", "^mexico"))),
+    ("south-america", (("brazil", "^brazil"), ("chile", "^chile"))),
+    ("europe", tuple((word, word) for word in (
+        "europe", "uk", "france", "germany", "norway", "sweden", "switzerland", "poland", "italy", "spain", "austria",
+        "belgium", "denmark", "finland", "greece"))),
+    ("middle-east", (("israel", "^israel"), ("qatar", "^qatar"), ("uae", "^uae"), ("saudiarabia", "^saudiarabia"))),
+    ("africa", (("southafrica", "^southafrica"),)),
+    ("asia-pacific", (("australia", "^australia"), ("newzealand", "^newzealand"), ("india", "india"),
+                      ("japan", "^japan"), ("korea", "^korea"), ("asia", "asia$"), ("indonesia", "^indonesia"),
+                      ("malaysia", "^malaysia"), ("taiwan", "^taiwan"))),
+)
+REGION_AREAS = tuple((pattern, area, continent) for continent, areas in _AREAS_BY_CONTINENT
+                     for area, pattern in areas)
+
+
 @CLOUDS.register
 class AKS(Cloud):
     name = "azure"
     kubelet_reservation = KUBELET_RESERVATION
     aliases = ("aks",)
     display_name = "AKS"
+
+    def region_geography(self, region: str) -> tuple[str, str]:
+        """Azure's region names carry no area prefix (canadacentral, westeurope, eastus2): the area is
+        the country or area word of the name, as the regions list groups them by geography."""
+        for pattern, area, continent in REGION_AREAS:
+            if re.search(pattern, region):
+                return area, continent
+        return "", ""
     # The generated preview job logs in as a Reader identity by OIDC (a federated credential whose
     # subject is the repository's preview environment).
     preview_login = PreviewLogin(

@@ -104,9 +104,15 @@ class ClassPool(CompiledPool):
     zones: tuple[str, ...]
     consolidation_minutes: int
     reservation_affinity: str | None
+    # A spot pool over several machine types (`instance_types: {gcp: [a, b, c]}`): the others, each
+    # (machineType, gpu.type), one spot priority of its own right after the pool's (REFERENCE:
+    # spec.priorities[] takes one machineType each, tried in order).
+    alternatives: tuple[tuple[str, str | None], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
+        if not self.alternatives:
+            del out["alternatives"]
         out["priority"]["node_labels"] = dict(self.priority.node_labels)
         if not self.priority.flex_start:
             for key in ("flex_start", "max_run_seconds"):
@@ -126,10 +132,6 @@ class ComputeClasses(Provisioner):
                      source="https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra")
     backend = "compute_class_backend"
     unsupported = {
-        # A ComputeClass lists priorities, each one machine type; gpustack writes one priority per pool, so a
-        # pool's alternatives would each need a priority of their own, which it does not write yet.
-        Feature.INSTANCE_TYPE_ALTERNATIVES: "gpustack writes one ComputeClass priority per pool, on one machine "
-                                            "type; a priority per alternative is not written yet",
         Feature.NATIVE_SCHEDULE: (
             "a ComputeClass has no schedule: at the window's end gpustack's auto-stop CronJobs scale the workloads "
             "to zero, and GKE removes each emptied node after the class's consolidationDelayMinutes (15 for "
@@ -183,6 +185,7 @@ class ComputeClasses(Provisioner):
         shared = strategy is not None
         project = target.setting("project")
         reservation = facts.reservation_name(target.cluster, pool.cloud_name) if pool.reserved_nodes else None
+        gpu_of = dict(zip(pool.instance_types, pool.gpu_models, strict=False))  # a pool over GPU models
         return ClassPool(
             class_name=dict(pool.labels).get(CLASS_LABEL, ""),
             priority=Priority(
@@ -201,6 +204,7 @@ class ComputeClasses(Provisioner):
             zones=tuple(pool.zones),
             consolidation_minutes=consolidation_minutes(pool),
             reservation_affinity=RESERVATION_AFFINITY if reservation else None,
+            alternatives=tuple((t, facts.accelerator_type(gpu_of.get(t, pool.gpu), t)) for t in pool.instance_types[1:]),
         )
 
     def check_pool(self, pool: Pool) -> list[str]:
@@ -211,8 +215,9 @@ class ComputeClasses(Provisioner):
         if not CLASS_NAME.fullmatch(c.class_name):
             problems.append(f"ComputeClass name {c.class_name!r} is not a lowercase DNS label of at most 63 characters "
                             f"(it is the value of {CLASS_LABEL})")
-        if p.gpu_type not in facts.ACCELERATORS:
-            problems.append(f"GPU {pool.gpu!r} on {pool.instance_type!r} has no GKE accelerator type for gpu.type")
+        for machine, gpu_type in ((p.machine_type, p.gpu_type), *c.alternatives):
+            if gpu_type not in facts.ACCELERATORS:
+                problems.append(f"GPU {pool.gpu!r} on {machine!r} has no GKE accelerator type for gpu.type")
         if p.driver_version not in DRIVER_VERSIONS:
             problems.append(f"gpu.driverVersion {p.driver_version!r} is not one of {sorted(DRIVER_VERSIONS)}")
         low, high = MAX_SHARED_CLIENTS
@@ -248,6 +253,8 @@ class ComputeClasses(Provisioner):
             f"({REFERENCE}).": c.priority.flex_start,
             "Queued provisioning under a ComputeClass comes from ProvisioningRequests (the queue's admission "
             "check), not from the class.": bool(pool.flex and pool.flex.queued),
+            f"One spot priority per machine type, in order ({', '.join(pool.instance_types)}): GKE tries the next "
+            f"when it cannot create spot nodes of one ({ABOUT}).": bool(c.alternatives),
         }
         return tuple(note for note, applies in notes.items() if applies)
 
@@ -287,6 +294,12 @@ def _priority(p: Priority) -> dict[str, Any]:
     return out
 
 
+def _priorities(pool: ClassPool) -> tuple[Priority, ...]:
+    """The pool's priority, then one per alternative machine type (same GPUs, capacity, labels, taints)."""
+    return (pool.priority, *(dataclasses.replace(pool.priority, machine_type=machine, gpu_type=gpu_type)
+                             for machine, gpu_type in pool.alternatives))
+
+
 def class_members(pools: Sequence[Pool]) -> dict[str, list[Pool]]:
     """Class name -> its pools in priority order (the order `pool_classes` gave them)."""
     from gpustack.plan.fallback import priority_order
@@ -310,7 +323,7 @@ def compute_classes(pools: Sequence[Pool], labels: Mapping[str, str]) -> tuple[d
         zones = sorted({z for c in classes for z in c.zones})
         first = members[0]
         spec: dict[str, Any] = {
-            "priorities": [_priority(c.priority) for c in classes],
+            "priorities": [_priority(p) for c in classes for p in _priorities(c)],
             # Spot first for checkpointed work: move its pods back to spot once GKE can create spot nodes.
             "activeMigration": {"optimizeRulePriority": first.capacity == "spot" and len(members) > 1},
             "autoscalingPolicy": {"consolidationDelayMinutes": classes[0].consolidation_minutes},

@@ -181,6 +181,11 @@ class GKE(Cloud):
     aliases = ("gke", "google")
     display_name = "GKE"
     provisioners = ("managed", "compute-class")
+    # Region names start with their geography: us, northamerica, southamerica, europe, me, africa, asia,
+    # australia (https://cloud.google.com/compute/docs/regions-zones#available).
+    region_areas = {"us": "north-america", "northamerica": "north-america", "southamerica": "south-america",
+                    "europe": "europe", "me": "middle-east", "africa": "africa", "asia": "asia-pacific",
+                    "australia": "asia-pacific"}
     # The generated preview job impersonates a viewer service account through workload identity
     # federation (the provider's attribute condition names the repository's preview environment).
     preview_login = PreviewLogin(

@@ -86,6 +86,11 @@ class OKE(Cloud):
     display_name = "OKE"
     # OKE managed node pools with the Cluster Autoscaler add-on, or Oracle's Karpenter provider (karpenter.py).
     provisioners = ("managed", "karpenter")
+    # Region identifiers start with their area: us, ca, mx, sa, eu, uk, il, me, af, ap
+    # (https://docs.oracle.com/en-us/iaas/Content/General/Concepts/regions.htm).
+    region_areas = {"us": "north-america", "ca": "north-america", "mx": "north-america", "sa": "south-america",
+                    "eu": "europe", "uk": "europe", "il": "middle-east", "me": "middle-east", "af": "africa",
+                    "ap": "asia-pacific"}
     unsupported = dict.fromkeys((Feature.CAPACITY_BLOCK, Feature.FLEX_START), "OCI sells no GPU capacity for a fixed window; it offers open-ended compute capacity " "reservations (capacity: reserved) and preemptible instances (capacity: spot) " "(https://docs.oracle.com/iaas/Content/Compute/Tasks/reserve-capacity.htm)")
     # OCI has no OIDC login action for GitHub: the preview gets a read-only API key (a user in a group
     # whose policy only reads) through the provider's environment variables, as secrets of the
