@@ -81,7 +81,7 @@ class Setting:
     api_source: str = ""
 
 
-# Keys of every target's `settings` for the in-cluster layer (docs/in-cluster.md, "Idle GPUs acted on"):
+# Keys of every target's `settings` for the in-cluster layer (docs/autostop.md, "Idle GPUs acted on"):
 # who scales scheduled and idle workloads (the built-in CronJobs, or KEDA where the cluster runs it), and
 # the in-cluster Prometheus both read GPU utilisation from. The URL reaches YAML and a program's argv
 # only, and the NetworkPolicy opens exactly its port.
