@@ -9,25 +9,27 @@ import json
 import pytest
 import yaml
 
-from conftest import spec_text
+from conftest import EVERY_CLOUD, spec_text
+from gpustack.clouds import CLOUDS
 from gpustack.errors import SpecError
 from gpustack.plan import build_plan
 from gpustack.render import in_cluster
 from gpustack.spec import load_text
 from test_autostop import notebook
+from test_cost import gpus_sold
 from test_render import validate
 
 API_SERVER = "10.20.0.15"
 
 
-def spec_with(cidrs: object) -> str:
-    spec = yaml.safe_load(spec_text([notebook("nb", "team-a")], ("aws",)))
+def spec_with(cidrs: object, cloud: str = "aws") -> str:
+    spec = yaml.safe_load(spec_text([notebook("nb", "team-a", gpu=gpus_sold(cloud)[0])], (cloud,)))
     spec["targets"][0].setdefault("settings", {})["api_server_cidrs"] = cidrs
     return yaml.safe_dump(spec, sort_keys=False)
 
 
-def policies(cidrs: object) -> list[dict]:
-    plan = build_plan(load_text(spec_with(cidrs), "spec.yaml"))
+def policies(cidrs: object, cloud: str = "aws") -> list[dict]:
+    plan = build_plan(load_text(spec_with(cidrs, cloud), "spec.yaml"))
     return [o for o in in_cluster(plan, plan.targets[0]).objects if o["kind"] == "NetworkPolicy"]
 
 
@@ -49,9 +51,27 @@ def egress_allowed(policy: dict, ip: str, port: int) -> bool:
 def test_given_the_api_servers_addresses_the_jobs_reach_it_and_nothing_else_on_its_ports():
     [policy] = policies(["10.20.0.0/24"])
     validate(policy)
-    assert egress_allowed(policy, API_SERVER, 443) and egress_allowed(policy, API_SERVER, 6443)
+    assert egress_allowed(policy, API_SERVER, 443)
     assert not egress_allowed(policy, "52.95.110.1", 443)  # any other HTTPS server: refused
     assert not egress_allowed(policy, API_SERVER, 80)
+
+
+@pytest.mark.parametrize("cloud", EVERY_CLOUD)
+def test_the_jobs_reach_the_api_server_on_the_port_of_its_endpoint_and_no_other(cloud):
+    """NetworkPolicy implementations judge a connection to the `kubernetes` Service after its 443 is
+    translated to the endpoint's port: the cloud's `api_server_ports`, and nothing else is opened."""
+    [policy] = policies(["10.20.0.0/24"], cloud)
+    ports = CLOUDS.get(cloud).api_server_ports
+    assert all(egress_allowed(policy, API_SERVER, port) for port in ports)
+    assert not any(egress_allowed(policy, API_SERVER, port) for port in {443, 6443} - set(ports))
+
+
+# What each cloud's `kubernetes` Service endpoint serves on (the sources are next to the facts).
+ENDPOINT_PORTS = {"aws": (443,), "azure": (443,), "gcp": (443,), "oci": (6443,)}
+
+
+def test_oke_opens_6443_and_eks_aks_gke_443():
+    assert {cloud: CLOUDS.get(cloud).api_server_ports for cloud in ENDPOINT_PORTS} == ENDPOINT_PORTS
 
 
 def test_without_them_the_ports_are_open_to_any_address_as_before():

@@ -35,6 +35,7 @@ def test_the_bundle_is_the_package_named_after_the_cloud(cloud):
 def test_facts_say_what_shared_code_asks(cloud):
     assert cloud.display_name and cloud.pool_names.source.startswith("https://")
     assert isinstance(cloud.image_has_gpu_driver, bool) and isinstance(cloud.image_has_container_toolkit, bool)
+    assert cloud.api_server_ports and all(0 < port < 65536 for port in cloud.api_server_ports)
     mechanism = cloud.provisioner().fallback_mechanism
     if mechanism is not None:
         assert mechanism.source.startswith("https://") and mechanism.user_action

@@ -14,8 +14,6 @@ TESTS = Path(__file__).resolve().parent
 # Lists still spelled out, each with why it is not read from the registry yet. (Tables keyed by cloud,
 # such as conftest.TARGETS, are not lists: a test over the registry fails on a cloud they lack.)
 KNOWN = {
-    ("test_cost.py", "test_the_steps_always_add_up_to_baseline_minus_planned_to_the_cent"):
-        "the GPUs each cloud sells in its test region, per cloud",
     ("test_catalog_refresh.py", "test_all_four_clouds_from_one_folder"):
         "the clouds whose recorded price pages the test folder holds",
 }

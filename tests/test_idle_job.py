@@ -71,7 +71,7 @@ def test_the_network_policy_opens_the_api_server_dns_and_prometheus_only():
     policy = of("NetworkPolicy", "serving", "gpustack-idle")
     egress = policy["spec"]["egress"]
     assert [sorted((p["protocol"], p["port"]) for p in rule["ports"]) for rule in egress] == [
-        [("TCP", 443), ("TCP", 6443)], [("TCP", 53), ("UDP", 53)], [("TCP", 9090)]]
+        [("TCP", 443)], [("TCP", 53), ("UDP", 53)], [("TCP", 9090)]]
     assert egress[2]["to"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
     assert egress[1]["to"][0]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "kube-system"}
     assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in policy["spec"]

@@ -20,6 +20,7 @@ import yaml
 
 from gpustack.catalog.mig import MIG_MODELS, MigModel
 from gpustack.catalog.rows import MAX_CATALOG_BYTES, InstanceType, Vocabulary, read_rows
+from gpustack.clouds import CLOUDS
 from gpustack.errors import Location, Problem, SpecError
 
 __all__ = ["Catalog", "Discount", "GpuModel", "InstanceType", "Source", "SpotRule", "load_catalog", "read_catalog_file"]
@@ -173,8 +174,6 @@ class Catalog:
         return dates_of(rows)
 
     def vocabulary(self) -> Vocabulary:
-        from gpustack.clouds import CLOUDS
-
         aliases = CLOUDS.aliases()
         names = CLOUDS.names()
 

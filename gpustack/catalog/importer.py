@@ -21,6 +21,7 @@ from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.refresh import MOVE_THRESHOLD, compare, write_atomically
 from gpustack.catalog.rows import InstanceType, read_rows, write_rows
 from gpustack.catalog.snapshots import Snapshot
+from gpustack.clouds import CLOUDS
 
 DATA = Path(__file__).parent / "data"
 SNAPSHOT_PART = "snapshot"
@@ -28,8 +29,6 @@ SNAPSHOT_PART = "snapshot"
 
 def rebuild(sources: Path, data: Path = DATA, write: bool = True) -> list[str]:
     """Rebuild every cloud with snapshots under `sources`; the report's lines (what moved, what was kept)."""
-    from gpustack.clouds import CLOUDS
-
     if not sources.is_dir():
         raise RefreshError(f"SOURCES={sources}: no such folder")
     if write and not data.is_dir():

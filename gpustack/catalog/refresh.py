@@ -24,6 +24,7 @@ from gpustack.catalog.feeds import Pages, RefreshError, recorded_pages
 from gpustack.catalog.rows import AS_OF, REGION, read_rows, write_rows
 from gpustack import files
 from gpustack.catalog.snapshots import facts_of
+from gpustack.clouds import CLOUDS
 from gpustack.errors import did_you_mean, one_of
 
 MOVE_THRESHOLD = 0.05  # a price that moved by more than this fraction is reported
@@ -89,8 +90,6 @@ def refresh(bundled: Catalog, out: Path, clouds: Sequence[str] = (), regions: Se
             today: datetime.date | None = None, network: dict[str, Pages] | None = None) -> Report:
     """Refresh the rows of `clouds` x `regions` (default: every cloud with a feed, the regions already
     catalogued) for `gpus` (default all), write them into `out` and say what changed."""
-    from gpustack.clouds import CLOUDS
-
     known = bundled
     old_rows: tuple[InstanceType, ...] = ()
     if out.exists():

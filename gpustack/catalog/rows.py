@@ -177,16 +177,32 @@ class _Row:
         memory = self.positive("memory_gib", "GiB of memory per node")
         on_demand = self.price("on_demand_usd", required=True)
         spot = self.price("spot_usd", required=False)
+        reserved = self.reserved_prices(on_demand)
+        if on_demand is not None and spot is not None and spot > on_demand:
+            self.problem("spot_usd", f"spot {spot:g} is more than on_demand_usd {on_demand:g}: spot capacity is "
+                                     "sold below the on-demand price")
+        source, note, as_of = self.provenance()
+        if self.bad:
+            return None
+        assert cloud and gpu and gpus and vcpus and memory and on_demand is not None
+        return InstanceType(cloud=cloud, region=region, name=name, gpu=gpu, gpus=gpus, vcpus=vcpus,
+                            memory_gib=memory, on_demand=on_demand, spot=spot, source=source, note=note,
+                            as_of=as_of, origin=origin, reserved_1y=reserved["reserved_1y_usd"],
+                            reserved_3y=reserved["reserved_3y_usd"])
+
+    def reserved_prices(self, on_demand: float | None) -> dict[str, float | None]:
         reserved: dict[str, float | None] = {}
         for column in ("reserved_1y_usd", "reserved_3y_usd"):
-            price = self.price(column, required=False) if column in v else None
+            price = self.price(column, required=False) if column in self.values else None
             reserved[column] = price
             if on_demand is not None and price is not None and price > on_demand:
                 self.problem(column, f"{price:g} is more than on_demand_usd {on_demand:g}: a reservation is sold "
                                      "below the on-demand price")
-        if on_demand is not None and spot is not None and spot > on_demand:
-            self.problem("spot_usd", f"spot {spot:g} is more than on_demand_usd {on_demand:g}: spot capacity is "
-                                     "sold below the on-demand price")
+        return reserved
+
+    def provenance(self) -> tuple[str, str, str]:
+        """The row's source, note and date (its own, else its source's in sources.yaml), each checked."""
+        v = self.values
         source = v["source"]
         if not source:
             self.problem("source", "every row names its source (a URL, a document, or a key of the bundled "
@@ -204,13 +220,7 @@ class _Row:
             self.problem("as_of" if "as_of" in v else "source",
                          f"no date for source {show(source)}: give as_of (YYYY-MM-DD, the date the prices describe)"
                          " or a source key of the bundled sources.yaml")
-        if self.bad:
-            return None
-        assert cloud and gpu and gpus and vcpus and memory and on_demand is not None
-        return InstanceType(cloud=cloud, region=region, name=name, gpu=gpu, gpus=gpus, vcpus=vcpus,
-                            memory_gib=memory, on_demand=on_demand, spot=spot, source=source, note=note,
-                            as_of=as_of, origin=origin, reserved_1y=reserved["reserved_1y_usd"],
-                            reserved_3y=reserved["reserved_3y_usd"])
+        return source, note, as_of
 
     def pattern(self, column: str, pattern: re.Pattern[str], rule: str) -> str:
         value = self.values[column]

@@ -81,7 +81,7 @@ class Setting:
     api_source: str = ""
 
 
-# Keys of every target's `settings` for the in-cluster layer (docs/in-cluster.md, "Idle GPUs acted on"):
+# Keys of every target's `settings` for the in-cluster layer (docs/autostop.md, "Idle GPUs acted on"):
 # who scales scheduled and idle workloads (the built-in CronJobs, or KEDA where the cluster runs it), and
 # the in-cluster Prometheus both read GPU utilisation from. The URL reaches YAML and a program's argv
 # only, and the NetworkPolicy opens exactly its port.
@@ -284,6 +284,14 @@ class Cloud:
     # GPU Operator then installs neither); stated per cloud with its source.
     image_has_gpu_driver: ClassVar[bool]
     image_has_container_toolkit: ClassVar[bool]
+    # The TCP port(s) a pod's connection to the API server has when a NetworkPolicy judges it: the
+    # `kubernetes` Service's endpoint port, as NetworkPolicy implementations apply egress rules after
+    # the Service's address and port are translated to the endpoint's (Calico: "normal" policy is
+    # post-DNAT, https://docs.tigera.io/calico/latest/reference/host-endpoints/pre-dnat; GKE "translates
+    # the Service virtual IP address (VIP) to backend Pod IP addresses before evaluating network policy
+    # rules", https://cloud.google.com/kubernetes-engine/docs/how-to/fqdn-network-policies). The
+    # in-cluster jobs' NetworkPolicies allow these and no other port to the API server.
+    api_server_ports: ClassVar[tuple[int, ...]]
     # Labels the cloud puts on spot nodes by itself (the spot taint is the provisioner's).
     spot_node_label: ClassVar[tuple[str, str] | None] = None
     # Whether spot pools declare `spot_node_label` too: where the cloud's API reports the label on the pool,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gpustack.clouds.base import NODEPOOL_WEIGHT, FallbackMechanism, FloorUpgradeRule
 from gpustack.clouds.provisioner import Provisioner
-from gpustack.plan.model import CompiledPool
+from gpustack.clouds.compiled import CompiledPool
 from gpustack.spec.model import HOURS_PER_MONTH, JOB_KINDS
 
 if TYPE_CHECKING:

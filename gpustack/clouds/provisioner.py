@@ -34,6 +34,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from gpustack.clouds.compiled import CompiledPool
 from gpustack.clouds.base import TIMEBOXED_FEATURES, FallbackMechanism, Feature, FloorUpgradeRule
 from gpustack.clouds.dra import UNDECLARED, DraSupport
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from gpustack.catalog import InstanceType
     from gpustack.clouds.base import Cloud
     from gpustack.clouds.kubelet import KubeletReservation
-    from gpustack.plan.model import CompiledPool, Pool
+    from gpustack.plan.model import Pool
     from gpustack.spec.model import Target
 
 

@@ -40,47 +40,61 @@ def layout_lp_bound(rows: Sequence[Sequence[int]], demand: Sequence[int]) -> flo
         return 0.0
     if any(d and not any(row[j] for row in rows) for j, d in enumerate(demand)):
         return math.inf  # a profile no layout holds: no packing exists
-    width = m + n + 1
-    table = []
-    for i, row in enumerate(rows):
-        line = [float(x) for x in row] + [0.0] * n + [1.0]
-        line[m + i] = 1.0
-        table.append(line)
+    # One line per layout: its counts, its slack variable, and the right-hand side 1.
+    table = [[float(x) for x in row] + [1.0 if k == i else 0.0 for k in range(n)] + [1.0]
+             for i, row in enumerate(rows)]
     objective = [-float(d) for d in demand] + [0.0] * (n + 1)
     basis = [m + i for i in range(n)]
     for _ in range(50 * (m + n)):  # Bland's rule cannot cycle; the cap only guards float trouble
         entering = next((j for j in range(m + n) if objective[j] < -_EPS), None)
         if entering is None:
             break
-        leaving, best = -1, math.inf
-        for i in range(n):
-            a = table[i][entering]
-            if a > _EPS:
-                ratio = table[i][-1] / a
-                if ratio < best - _EPS or (abs(ratio - best) <= _EPS and basis[i] < basis[leaving]):
-                    leaving, best = i, ratio
+        leaving = _leaving_row(table, basis, entering)
         if leaving < 0:
             break  # unbounded: impossible when every profile fits some layout (checked above)
-        pivot_row = table[leaving]
-        factor = pivot_row[entering]
-        for k in range(width):
-            pivot_row[k] /= factor
-        for i in range(n):
-            if i != leaving and table[i][entering]:
-                f = table[i][entering]
-                line = table[i]
-                for k in range(width):
-                    line[k] -= f * pivot_row[k]
-        f = objective[entering]
-        for k in range(width):
-            objective[k] -= f * pivot_row[k]
+        _pivot(table, objective, leaving, entering)
         basis[leaving] = entering
+    return _feasible_value(rows, demand, table, basis)
+
+
+def _feasible_value(rows: Sequence[Sequence[int]], demand: Sequence[int], table: list[list[float]],
+                    basis: list[int]) -> float:
+    """demand . w for the solver's w, scaled down until every layout's row . w <= 1 (a proof, whatever
+    the float noise)."""
+    m = len(demand)
     w = [0.0] * m
     for i, var in enumerate(basis):
         if var < m:
             w[var] = max(0.0, table[i][-1])
     worst = max(1.0, max(sum(c * x for c, x in zip(row, w)) for row in rows))
     return sum(d * x for d, x in zip(demand, w)) / worst
+
+
+def _leaving_row(table: list[list[float]], basis: list[int], entering: int) -> int:
+    """The ratio test, ties broken by the smallest basic variable (Bland); -1 when none bounds it."""
+    leaving, best = -1, math.inf
+    for i, line in enumerate(table):
+        a = line[entering]
+        if a > _EPS:
+            ratio = line[-1] / a
+            if ratio < best - _EPS or (abs(ratio - best) <= _EPS and basis[i] < basis[leaving]):
+                leaving, best = i, ratio
+    return leaving
+
+
+def _pivot(table: list[list[float]], objective: list[float], leaving: int, entering: int) -> None:
+    pivot_row = table[leaving]
+    factor = pivot_row[entering]
+    for k in range(len(pivot_row)):
+        pivot_row[k] /= factor
+    for i, line in enumerate(table):
+        if i != leaving and line[entering]:
+            f = line[entering]
+            for k in range(len(line)):
+                line[k] -= f * pivot_row[k]
+    f = objective[entering]
+    for k in range(len(objective)):
+        objective[k] -= f * pivot_row[k]
 
 
 def mig_bounds(model: MigModel, demand: dict[str, int]) -> dict[str, int]:

@@ -7,6 +7,7 @@ or reordering workloads never moves an existing workload to another pool.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from gpustack.catalog import GpuModel, InstanceType
 from gpustack.clouds.provisioner import Provisioner
@@ -31,7 +32,7 @@ def capacity_parts(workload: Workload) -> tuple[list[Part], list[tuple[str, str]
     """The capacity split of a workload, and (code, message) warnings about it (README "What the
     compiler decides"). An explicit `capacity:` is honoured; the risks it takes are said aloud."""
     warnings: list[tuple[str, str]] = []
-    low, high = workload.replicas.min, workload.replicas.max
+    high = workload.replicas.max
     override = workload.capacity
     name = workload.name
     if override == "spot" and workload.kind in JOB_KINDS and not workload.checkpointing:
@@ -44,54 +45,70 @@ def capacity_parts(workload: Workload) -> tuple[list[Part], list[tuple[str, str]
             Part("on-demand", "fallback", high, 0, f"the ladder's next rung: on-demand when the {override} capacity "
                                                    "ends or is short"),
         ], warnings
-    match workload.kind:
-        case "training":
-            if override:
-                return [_as_asked(override, high)], warnings
-            if workload.checkpointing:
-                return [Part("spot", "main", high, 0, "checkpointed training runs on spot")], warnings
-            warnings.append(("no-checkpointing", f"training {name!r} has no checkpointing: kept on on-demand (set "
-                                                 "checkpointing: true to run it on spot)"))
-            return [Part("on-demand", "main", high, 0, "training without checkpointing stays on on-demand")], warnings
-        case "fine-tuning":
-            if override == "spot" or (override is None and workload.checkpointing):
-                why = ("capacity: spot in the spec" if override else
-                       "checkpointed fine-tuning runs on spot, scaled to zero between runs")
-                return [
-                    Part("spot", "main", high, 0, why),
-                    Part("on-demand", "fallback", high, 0, "on-demand fallback when spot capacity is short"),
-                ], warnings
-            if override:
-                return [_as_asked(override, high)], warnings
-            warnings.append(("no-checkpointing", f"fine-tuning {name!r} has no checkpointing: kept on on-demand (set "
-                                                 "checkpointing: true to run it on spot with an on-demand fallback)"))
-            return [
-                Part("on-demand", "main", high, 0, "fine-tuning without checkpointing stays on on-demand")
-            ], warnings
-        case "inference":
-            if override == "reserved":
-                return [Part("reserved", "floor", high, high, "capacity: reserved in the spec")], warnings
-            if override == "spot":
-                warnings.append(("spot-only-inference",
-                                 f"inference {name!r} has capacity: spot: a reclaim can take every replica down "
-                                 "at once (gpustack check rejects spot-only serving)"))
-            if override in ("on-demand", "spot"):
-                return [Part(override, "burst", high, low, f"capacity: {override} in the spec")], warnings
-            if low:
-                # One demand at the peak with its floor: the planner packs the floor and the burst
-                # together and splits the nodes into a reserved pool and an on-demand one.
-                return [Part("reserved", "floor", high, low, "the steady floor (replicas.min) on reserved capacity")], \
-                    warnings
-            return [Part("on-demand", "burst", high, 0, "no floor (replicas.min 0): on-demand, scaled in when idle")], \
-                warnings
-        case "notebook":
-            if override == "spot":
-                warnings.append(("spot-notebook", f"notebook {name!r} has capacity: spot: open sessions are lost "
-                                                  "when a node is reclaimed"))
-            if override:
-                return [_as_asked(override, high)], warnings
-            return [Part("on-demand", "main", high, 0, "notebooks run on on-demand")], warnings
-    raise AssertionError(workload.kind)  # pragma: no cover
+    parts = _BY_KIND[workload.kind](workload, override, warnings)
+    return parts, warnings
+
+
+# One function per workload kind: (workload, its `capacity:` override, the warnings to add to) -> parts.
+_Parts = Callable[[Workload, str | None, list[tuple[str, str]]], list[Part]]
+
+
+def _training(workload: Workload, override: str | None, warnings: list[tuple[str, str]]) -> list[Part]:
+    high = workload.replicas.max
+    if override:
+        return [_as_asked(override, high)]
+    if workload.checkpointing:
+        return [Part("spot", "main", high, 0, "checkpointed training runs on spot")]
+    warnings.append(("no-checkpointing", f"training {workload.name!r} has no checkpointing: kept on on-demand (set "
+                                         "checkpointing: true to run it on spot)"))
+    return [Part("on-demand", "main", high, 0, "training without checkpointing stays on on-demand")]
+
+
+def _fine_tuning(workload: Workload, override: str | None, warnings: list[tuple[str, str]]) -> list[Part]:
+    high = workload.replicas.max
+    if override == "spot" or (override is None and workload.checkpointing):
+        why = ("capacity: spot in the spec" if override else
+               "checkpointed fine-tuning runs on spot, scaled to zero between runs")
+        return [
+            Part("spot", "main", high, 0, why),
+            Part("on-demand", "fallback", high, 0, "on-demand fallback when spot capacity is short"),
+        ]
+    if override:
+        return [_as_asked(override, high)]
+    warnings.append(("no-checkpointing", f"fine-tuning {workload.name!r} has no checkpointing: kept on on-demand "
+                                         "(set checkpointing: true to run it on spot with an on-demand fallback)"))
+    return [Part("on-demand", "main", high, 0, "fine-tuning without checkpointing stays on on-demand")]
+
+
+def _inference(workload: Workload, override: str | None, warnings: list[tuple[str, str]]) -> list[Part]:
+    low, high = workload.replicas.min, workload.replicas.max
+    if override == "reserved":
+        return [Part("reserved", "floor", high, high, "capacity: reserved in the spec")]
+    if override == "spot":
+        warnings.append(("spot-only-inference",
+                         f"inference {workload.name!r} has capacity: spot: a reclaim can take every replica down "
+                         "at once (gpustack check rejects spot-only serving)"))
+    if override in ("on-demand", "spot"):
+        return [Part(override, "burst", high, low, f"capacity: {override} in the spec")]
+    if low:
+        # One demand at the peak with its floor: the planner packs the floor and the burst
+        # together and splits the nodes into a reserved pool and an on-demand one.
+        return [Part("reserved", "floor", high, low, "the steady floor (replicas.min) on reserved capacity")]
+    return [Part("on-demand", "burst", high, 0, "no floor (replicas.min 0): on-demand, scaled in when idle")]
+
+
+def _notebook(workload: Workload, override: str | None, warnings: list[tuple[str, str]]) -> list[Part]:
+    if override == "spot":
+        warnings.append(("spot-notebook", f"notebook {workload.name!r} has capacity: spot: open sessions are lost "
+                                          "when a node is reclaimed"))
+    if override:
+        return [_as_asked(override, workload.replicas.max)]
+    return [Part("on-demand", "main", workload.replicas.max, 0, "notebooks run on on-demand")]
+
+
+_BY_KIND: dict[str, _Parts] = {
+    "training": _training, "fine-tuning": _fine_tuning, "inference": _inference, "notebook": _notebook,
+}
 
 
 def _as_asked(capacity: str, replicas: int) -> Part:

@@ -111,21 +111,8 @@ def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload]
                                       declared.scope) if declared else None,
         discount=_enterprise_discount(active, counted, rows, prices, provisioner, planned),
     )
-    gpus = GpuCounts(
-        baseline=sum(baseline_gpus(w) for w in active),
-        lower_bound=sum(p.gpus.lower_bound for p in counted),
-        required=sum(p.gpus.required for p in counted),
-        provisioned=sum(p.gpus.provisioned for p in counted),
-        requested=sum(pl.replicas * pl.requested_share for p in counted for pl in p.placements),
-        requested_lower_bound=sum(p.gpus.requested_lower_bound for p in counted),
-    )
-    loss = gpus.lower_bound - gpus.requested_lower_bound
-    if loss > 0:
-        notes = notes + (
-            f"Fixed shares cost up to {loss} GPU(s): the replicas ask for {gpus.requested:.2f} GPUs in all (at "
-            f"least {gpus.requested_lower_bound} GPUs, pool by pool), but time-slicing and MPS give each replica "
-            f"1/R of a GPU (a whole GPU above 1/2) and MIG a fixed profile, so any packing of the planned shares "
-            f"needs at least {gpus.lower_bound}. The pools' notes say where.",)
+    gpus = _gpu_counts(active, counted)
+    notes = notes + _fixed_shares_note(gpus)
     # The dates of the rows the pools are priced from (of the region's rows when there is no pool).
     prices_as_of = (dates_of(row_of[p.instance_type] for p in pools) if pools
                     else catalog.as_of(target.cloud, target.region))
@@ -136,6 +123,28 @@ def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload]
         warnings=warnings, notes=notes, prices_as_of=prices_as_of,
         commitment_discount=prices.commitment_discount,
     )
+
+
+def _gpu_counts(active: list[Workload], counted: list[Pool]) -> GpuCounts:
+    return GpuCounts(
+        baseline=sum(baseline_gpus(w) for w in active),
+        lower_bound=sum(p.gpus.lower_bound for p in counted),
+        required=sum(p.gpus.required for p in counted),
+        provisioned=sum(p.gpus.provisioned for p in counted),
+        requested=sum(pl.replicas * pl.requested_share for p in counted for pl in p.placements),
+        requested_lower_bound=sum(p.gpus.requested_lower_bound for p in counted),
+    )
+
+
+def _fixed_shares_note(gpus: GpuCounts) -> tuple[str, ...]:
+    """What rounding the replicas to fixed shares costs the target, when it costs a GPU or more."""
+    loss = gpus.lower_bound - gpus.requested_lower_bound
+    if loss <= 0:
+        return ()
+    return (f"Fixed shares cost up to {loss} GPU(s): the replicas ask for {gpus.requested:.2f} GPUs in all (at "
+            f"least {gpus.requested_lower_bound} GPUs, pool by pool), but time-slicing and MPS give each replica "
+            f"1/R of a GPU (a whole GPU above 1/2) and MIG a fixed profile, so any packing of the planned shares "
+            f"needs at least {gpus.lower_bound}. The pools' notes say where.",)
 
 
 def _enterprise_discount(workloads: list[Workload], pools: list[Pool], rows: tuple[InstanceType, ...],

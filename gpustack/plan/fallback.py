@@ -162,6 +162,6 @@ def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], l
                    "ids that exist only once the pools do, so `gpustack render` cannot write it")
         action = mechanism.user_action.replace("<class>", cls)
         found.append(f"{which}: the fallback runs only when spot is short because {how}. You must {action}. "
-                     "The pods must tolerate the spot taint and must not pin a single pool (docs/in-cluster.md, "
+                     "The pods must tolerate the spot taint and must not pin a single pool (docs/fallback.md, "
                      f"\"Spot first, on-demand fallback\"; {mechanism.source}).")
     return found, warnings

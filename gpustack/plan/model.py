@@ -12,6 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from gpustack.clouds import CLOUDS
+from gpustack.clouds.compiled import CompiledPool
 from gpustack.plan.claims import DeviceClaim
 from gpustack.plan.claims import to_json as claim_json
 from gpustack.spec.model import HOURS_PER_MONTH, shared_by_clients
@@ -27,15 +29,11 @@ OWN_LABEL_PREFIXES = ("gpustack.dev/", "nvidia.com/")
 
 def own_label_prefixes() -> tuple[str, ...]:
     """Label-key prefixes that gpustack, NVIDIA or any registered cloud owns."""
-    from gpustack.clouds import CLOUDS  # the clouds name the plan's types; import them only when asked
-
     return _own_label_prefixes(CLOUDS.generation)
 
 
 @functools.cache
 def _own_label_prefixes(generation: int) -> tuple[str, ...]:
-    from gpustack.clouds import CLOUDS
-
     del generation  # once per set of registered clouds
     return OWN_LABEL_PREFIXES + tuple(sorted({p for cloud in CLOUDS for p in cloud.own_label_prefixes}))
 
@@ -89,17 +87,6 @@ class NvidiaConfig:
 
     device_plugin_config: str | None  # the pool's entry of the device-plugin ConfigMap (None: `default`)
     mig_parted_config: str | None  # the pool's entry of the mig-parted ConfigMap (None: not partitioned in-cluster)
-
-
-@dataclasses.dataclass(frozen=True)
-class CompiledPool:
-    """A pool as its provisioner spells it for the cloud's API: cloud-spelled, enum-checked values the
-    provisioner's `compile` chose while planning (a frozen dataclass in the cloud's bundle). Backends
-    only map it to SDK arguments; the plan JSON shows it under each pool's `compiled`."""
-
-    def to_dict(self) -> dict[str, Any]:
-        as_json: dict[str, Any] = json.loads(json.dumps(dataclasses.asdict(self)))  # tuples as lists, as in the JSON
-        return as_json
 
 
 @dataclasses.dataclass(frozen=True)

@@ -158,117 +158,89 @@ class Share:
     plain_nodes: int | None = None  # under `availability`: this pool's nodes with packing alone
 
 
+@dataclasses.dataclass(frozen=True)
+class _Sizing:
+    """A pool's nodes and GPUs: packed for the pool alone, or its part of a packing it shares."""
+
+    peak: Packing
+    nodes: int
+    min_nodes: int
+    node_hours: float
+    standby: float  # node-hours a fallback pool would run, outside the monthly estimate
+    required: int
+    lower: int
+    carries: Callable[[Demand], int]  # what this pool carries of each demand
+
+
+def _sizing(key: PoolKey, demands: list[Demand], node: NodeShape, mig: MigModel | None,
+            share: Share | None) -> _Sizing:
+    if share is not None:
+        return _Sizing(share.packing, share.nodes, share.min_nodes, share.node_hours, 0.0, share.gpus_required,
+                       share.lower_bound, share.replicas)
+    reserved = key.capacity == "reserved"
+    peak = _pack(demands, node, mig, _all_replicas)
+    nodes = peak.nodes
+    node_hours = 0.0 if key.fallback else (nodes * HOURS_PER_MONTH if reserved else peak.node_hours)
+    floor_demands = [d for d in demands if d.part.min_replicas]
+    if reserved or not floor_demands:
+        min_nodes = nodes if reserved else 0
+    else:
+        min_nodes = _floor_nodes(floor_demands, node, mig, peak, nodes)
+    return _Sizing(peak, nodes, min_nodes, node_hours, peak.node_hours if key.fallback else 0.0,
+                   peak.gpus_required, peak.lower_bound, _all_replicas)
+
+
 def build_pool(key: PoolKey, name: str, demands: list[Demand], *, spec: Spec, provisioner: Provisioner,
                catalog: Catalog, prices: PriceBook, share: Share | None = None) -> Pool:
     cloud = provisioner.cloud
     row = demands[0].row
     gpu = catalog.gpu(key.gpu)
     assert gpu is not None
-    ask = demands[0].ask
-    node = _node_shape(row, ask, provisioner)
-    reserved = key.capacity == "reserved"
+    node = _node_shape(row, demands[0].ask, provisioner)
     price = prices.for_capacity(row, key.capacity)
-    if share is None:
-        peak = _pack(demands, node, gpu.mig, lambda d: d.part.replicas)
-        nodes = peak.nodes
-        node_hours = 0.0 if key.fallback else (nodes * HOURS_PER_MONTH if reserved else peak.node_hours)
-        standby = peak.node_hours if key.fallback else 0.0
-        sharing = _sharing(key, name, ask, peak, cloud)
-        floor_demands = [d for d in demands if d.part.min_replicas]
-        if reserved or not floor_demands:
-            min_nodes = nodes if reserved else 0
-        else:
-            min_nodes = _floor_nodes(floor_demands, node, gpu.mig, peak, nodes)
-        required, lower = peak.gpus_required, peak.lower_bound
-        carries: Callable[[Demand], int] = _all_replicas
-    else:
-        peak, nodes, min_nodes, node_hours = share.packing, share.nodes, share.min_nodes, share.node_hours
-        sharing = _sharing(key, name, ask, peak, cloud)
-        required, lower = share.gpus_required, share.lower_bound
-        carries = share.replicas
-        standby = 0.0
+    sized = _sizing(key, demands, node, gpu.mig, share)
+    nodes, node_hours, carries = sized.nodes, sized.node_hours, sized.carries
+    sharing = _sharing(key, name, demands[0].ask, sized.peak, cloud)
     carried_demands = [d for d in demands if carries(d)]
-    workloads = tuple(sorted({d.workload.name for d in carried_demands}))
     if sharing.mode == "mig":
-        assert gpu.mig is not None
-        asked: Counter[str] = Counter()
-        for d in carried_demands:
-            asked[d.ask.profile.name] += carries(d)  # type: ignore[union-attr]
-        check_mig_layouts(gpu.mig, sharing, peak.nodes if share else nodes, row.gpus, asked)
-    requested = sum(carries(d) * d.ask.requested_share for d in carried_demands)
-    requested_lower = ceil_bound(requested)
-    nodes_lower, bounds = peak.nodes_lower_bound, peak.bounds
-    if share is not None:
-        requested_lower = requested_lower if share.requested_lower_bound is None else share.requested_lower_bound
-        nodes_lower = nodes_lower if share.nodes_lower_bound is None else share.nodes_lower_bound
-        bounds = bounds if share.bounds is None else share.bounds
-    gpus = PoolGpus(required, lower, nodes * row.gpus, requested, requested_lower,
-                    nodes_lower, bounds, peak.method, peak.proved_optimal)
-    schedule = demands[0].workload.schedule
-    window = None
-    if schedule:
-        window = ScheduleWindow(schedule.canonical_days, schedule.canonical_hours, schedule.timezone,
-                                schedule.weekdays, schedule.start_minute, schedule.end_minute,
-                                schedule.active_hours_per_week)
-        starts, stops = window_crons(window)
-        window = dataclasses.replace(window, start_crons=starts, stop_crons=stops)
-    notes = []
-    if window is not None and (gap := provisioner.gap(Feature.NATIVE_SCHEDULE)):
-        notes.append(f"{gap}.")
-    if key.fallback:
-        notes.append("Runs only when spot capacity is short, so it is not in the monthly estimate; the range's "
-                     "high end counts it running all of its spot pools' hours.")
-    empty_gpus = sum(1 for layout in peak.mig_layouts if not layout)
-    if empty_gpus and not cloud.native_mig_partitioning:
-        notes.append(f"{empty_gpus} of the {row.gpus} GPUs of each node stay unpartitioned (whole).")
-    notes.extend(_packing_notes(gpus, carried_demands, nodes, sharing))
-    if share is not None and share.note:
-        notes.append(share.note)
-    availability = None
-    if key.spread and (spread_asked := demands[0].workload.availability) is not None:
-        plain = share.plain_nodes if share is not None else _pack(demands, node, gpu.mig, _all_replicas,
-                                                                    spread=False).nodes
-        plain = nodes if plain is None else plain
-        per_node_hours = node_hours / nodes if nodes else 0.0
-        availability = PoolAvailability(spread_asked.zones, spread_asked.max_replicas_per_node, plain,
-                                        max(0, nodes - plain) * price.usd_per_node_hour * per_node_hours)
-        if nodes > plain:
-            notes.append(cost_note(spread_asked, nodes, plain, price.usd_per_node_hour, per_node_hours))
-    disk = key.disk if key.disk is not None else default_disk_gib(gpu)
+        _check_pool_layouts(gpu, sharing, sized, row, carried_demands)
+    gpus = _pool_gpus(sized, carried_demands, row, share)
+    window = _schedule_window(demands[0].workload)
+    notes = _pool_notes(key, provisioner, window, sized.peak, row, gpus, carried_demands, nodes, sharing, share)
+    availability, spread_note = _availability(key, demands, node, gpu, share, sized, price.usd_per_node_hour)
+    notes.extend([spread_note] if spread_note else [])
     checkpointed = _checkpointed(key, carried_demands)
+    hours_per_node = node_hours / nodes if nodes else 0.0
     return Pool(
         name=name,
         cloud_name=cloud.pool_name(name, key.compact(), key.terse() if key.naming == "descriptive" else ()),
         kind=key.kind,
-        role="fallback" if key.fallback else ("floor" if reserved else "burst") if share else _role(demands),
+        role=_pool_role(key, demands, share),
         capacity=key.capacity,
         instance_type=row.name,
         gpu=gpu.name,
         gpus_per_node=row.gpus,
         vcpus_per_node=row.vcpus,
         memory_gib_per_node=row.memory_gib,
-        min_nodes=min_nodes,
+        min_nodes=sized.min_nodes,
         max_nodes=nodes,
-        reserved_nodes=nodes if reserved else 0,
+        reserved_nodes=nodes if key.capacity == "reserved" else 0,
         sharing=sharing,
         schedule=window,
-        workloads=workloads,
-        placements=tuple(sorted(
-            (Placement(d.workload.name, carries(d), d.ask.planned_share, d.ask.requested_share,
-                       d.ask.profile.name if d.ask.profile else None, d.workload.cpu, d.workload.memory_gib,
-                       _placement_hours(d, key, share)) for d in carried_demands), key=lambda p: p.workload)),
+        workloads=tuple(sorted({d.workload.name for d in carried_demands})),
+        placements=_placements(carried_demands, carries, key, share),
         namespaces=tuple(sorted({d.workload.namespace for d in carried_demands})),
         labels=_labels(spec, key, name, carried_demands, sharing, cloud, checkpointed),
         taints=_taints(key, provisioner),
         price=price,
-        hours_per_month=node_hours / nodes if nodes else 0.0,
+        hours_per_month=hours_per_node,
         monthly_cost_usd=price.usd_per_node_hour * node_hours,
         gpus=gpus,
         reason=_reason(key, carried_demands, row, sharing, carries, share.why if share else None),
         notes=tuple(notes),
-        standby_node_hours=standby,
+        standby_node_hours=sized.standby,
         label_conflicts=_label_conflicts(spec, carried_demands),
-        disk_gib=disk,
+        disk_gib=key.disk if key.disk is not None else default_disk_gib(gpu),
         disk_reason=disk_reason(gpu, key.disk),
         mig_profiles=tuple(sorted({profile for group in sharing.mig for profile, _ in group.layout})),
         nvidia=_nvidia(sharing, cloud),
@@ -276,6 +248,90 @@ def build_pool(key: PoolKey, name: str, demands: list[Demand], *, spec: Spec, pr
         checkpointed=checkpointed,
         availability=availability,
     )
+
+
+def _pool_role(key: PoolKey, demands: list[Demand], share: Share | None) -> str:
+    if key.fallback:
+        return "fallback"
+    if share is None:
+        return _role(demands)
+    return "floor" if key.capacity == "reserved" else "burst"
+
+
+def _check_pool_layouts(gpu: GpuModel, sharing: Sharing, sized: _Sizing, row: InstanceType,
+                        demands: list[Demand]) -> None:
+    assert gpu.mig is not None
+    asked: Counter[str] = Counter()
+    for d in demands:
+        asked[d.ask.profile.name] += sized.carries(d)  # type: ignore[union-attr]
+    check_mig_layouts(gpu.mig, sharing, sized.peak.nodes, row.gpus, asked)
+
+
+def _pool_gpus(sized: _Sizing, demands: list[Demand], row: InstanceType, share: Share | None) -> PoolGpus:
+    """The pool's GPU figures; a shared packing's pool has its own part of the joint bounds."""
+    peak = sized.peak
+    requested = sum(sized.carries(d) * d.ask.requested_share for d in demands)
+    requested_lower, nodes_lower, bounds = ceil_bound(requested), peak.nodes_lower_bound, peak.bounds
+    if share is not None:
+        requested_lower = requested_lower if share.requested_lower_bound is None else share.requested_lower_bound
+        nodes_lower = nodes_lower if share.nodes_lower_bound is None else share.nodes_lower_bound
+        bounds = bounds if share.bounds is None else share.bounds
+    return PoolGpus(sized.required, sized.lower, sized.nodes * row.gpus, requested, requested_lower,
+                    nodes_lower, bounds, peak.method, peak.proved_optimal)
+
+
+def _schedule_window(workload: Workload) -> ScheduleWindow | None:
+    schedule = workload.schedule
+    if not schedule:
+        return None
+    window = ScheduleWindow(schedule.canonical_days, schedule.canonical_hours, schedule.timezone,
+                            schedule.weekdays, schedule.start_minute, schedule.end_minute,
+                            schedule.active_hours_per_week)
+    starts, stops = window_crons(window)
+    return dataclasses.replace(window, start_crons=starts, stop_crons=stops)
+
+
+def _pool_notes(key: PoolKey, provisioner: Provisioner, window: ScheduleWindow | None, peak: Packing,
+                row: InstanceType, gpus: PoolGpus, demands: list[Demand], nodes: int, sharing: Sharing,
+                share: Share | None) -> list[str]:
+    notes = []
+    if window is not None and (gap := provisioner.gap(Feature.NATIVE_SCHEDULE)):
+        notes.append(f"{gap}.")
+    if key.fallback:
+        notes.append("Runs only when spot capacity is short, so it is not in the monthly estimate; the range's "
+                     "high end counts it running all of its spot pools' hours.")
+    empty_gpus = sum(1 for layout in peak.mig_layouts if not layout)
+    if empty_gpus and not provisioner.cloud.native_mig_partitioning:
+        notes.append(f"{empty_gpus} of the {row.gpus} GPUs of each node stay unpartitioned (whole).")
+    notes.extend(_packing_notes(gpus, demands, nodes, sharing))
+    if share is not None and share.note:
+        notes.append(share.note)
+    return notes
+
+
+def _availability(key: PoolKey, demands: list[Demand], node: NodeShape, gpu: GpuModel, share: Share | None,
+                  sized: _Sizing, usd_per_node_hour: float) -> tuple[PoolAvailability | None, str | None]:
+    """A spread pool's zones and what the spread costs beyond packing alone (and the note that says so)."""
+    spread_asked = demands[0].workload.availability
+    if not key.spread or spread_asked is None:
+        return None, None
+    nodes = sized.nodes
+    plain = share.plain_nodes if share is not None else _pack(demands, node, gpu.mig, _all_replicas,
+                                                                spread=False).nodes
+    plain = nodes if plain is None else plain
+    per_node_hours = sized.node_hours / nodes if nodes else 0.0
+    availability = PoolAvailability(spread_asked.zones, spread_asked.max_replicas_per_node, plain,
+                                    max(0, nodes - plain) * usd_per_node_hour * per_node_hours)
+    note = cost_note(spread_asked, nodes, plain, usd_per_node_hour, per_node_hours) if nodes > plain else None
+    return availability, note
+
+
+def _placements(demands: list[Demand], carries: Callable[[Demand], int], key: PoolKey,
+                share: Share | None) -> tuple[Placement, ...]:
+    return tuple(sorted(
+        (Placement(d.workload.name, carries(d), d.ask.planned_share, d.ask.requested_share,
+                   d.ask.profile.name if d.ask.profile else None, d.workload.cpu, d.workload.memory_gib,
+                   _placement_hours(d, key, share)) for d in demands), key=lambda p: p.workload))
 
 
 def _checkpointed(key: PoolKey, demands: list[Demand]) -> bool:

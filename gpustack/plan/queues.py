@@ -79,24 +79,28 @@ def plan_queues(spec: Spec, pools: Sequence[Pool], requests: Sequence[PodRequest
     if len(set(names.values())) != len(names):  # a digest collision: never expected, never silent
         raise QueueProblem(f"two teams would share a queue name: {sorted(names.items())}")
     checks = _checks(flavors, mine)
-    queues = []
-    for team in sorted(teams, key=lambda t: names[t]):
-        members = teams[team]
-        covered = tuple(sorted({"cpu", "memory", *(k for r in members for k, _ in r.resources)}))
-        used = [f for f in flavors if any(f.pool in r.pools for r in members)]
-        if len(used) > MAX_FLAVORS:
-            raise QueueProblem(f"team {team!r} runs in {len(used)} pools, and a Kueue ClusterQueue offers at most "
-                               f"{MAX_FLAVORS} flavors in a resource group")
-        quotas = tuple(FlavorQuota(f.name, _quota(next(p for p in mine if p.name == f.pool), members, covered))
-                       for f in used)
-        team_checks = tuple((c.name, tuple(f.name for f in used if f.name in c.flavors)) for c in checks)
-        queues.append(TeamQueue(names[team], team, tuple(sorted({r.namespace for r in members})), covered, quotas,
-                                tuple(r.workload for r in members), tuple(c for c in team_checks if c[1])))
+    queues = [_team_queue(names[team], team, teams[team], flavors, mine, checks)
+              for team in sorted(teams, key=lambda t: names[t])]
     workloads = tuple(QueuedWorkload(r.workload, r.namespace, names[team_of(spec, r.workload)],
                                      team_of(spec, r.workload)) for r in queued)
     unqueued = tuple(sorted(w for w, r in by_workload.items() if r.kind not in QUEUED_KINDS))
     return Queueing(SYSTEM, queue_name(spec.name), team_keys(spec), flavors, tuple(queues), workloads, checks,
                     unqueued)
+
+
+def _team_queue(name: str, team: str, members: list[PodRequest], flavors: Sequence[QueueFlavor],
+                pools: Sequence[Pool], checks: Sequence[ProvisioningCheck]) -> TeamQueue:
+    """A team's ClusterQueue: a quota in each flavor its Jobs run in, for every resource they ask."""
+    covered = tuple(sorted({"cpu", "memory", *(k for r in members for k, _ in r.resources)}))
+    used = [f for f in flavors if any(f.pool in r.pools for r in members)]
+    if len(used) > MAX_FLAVORS:
+        raise QueueProblem(f"team {team!r} runs in {len(used)} pools, and a Kueue ClusterQueue offers at most "
+                           f"{MAX_FLAVORS} flavors in a resource group")
+    quotas = tuple(FlavorQuota(f.name, _quota(next(p for p in pools if p.name == f.pool), members, covered))
+                   for f in used)
+    team_checks = tuple((c.name, tuple(f.name for f in used if f.name in c.flavors)) for c in checks)
+    return TeamQueue(name, team, tuple(sorted({r.namespace for r in members})), covered, quotas,
+                     tuple(r.workload for r in members), tuple(c for c in team_checks if c[1]))
 
 
 def _flavor_rank(pool: Pool) -> tuple[int, bool, str]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpustack.clouds import CLOUDS
 from gpustack.incluster import autostop as program
 from gpustack.incluster import source
 from gpustack.plan.model import Plan, Pool, TargetPlan
@@ -58,11 +59,6 @@ PLURALS = {"deployment": "deployments", "statefulset": "statefulsets", "job": "j
            "notebook": "notebooks"}
 GROUPS = {"deployments": "apps", "statefulsets": "apps", "jobs": "batch", "cronjobs": "batch",
           "notebooks": "kubeflow.org"}
-# The ports the API server of a managed control plane serves on, as its endpoints (what a NetworkPolicy
-# sees after the `kubernetes` Service's address is translated): 443 on EKS, AKS and GKE, 6443 on OKE
-# (https://docs.oracle.com/en-us/iaas/Content/ContEng/Concepts/contengnetworkconfig.htm). The
-# program reads the API server's address from KUBERNETES_SERVICE_HOST, so it needs no DNS.
-API_SERVER_PORTS = (443, 6443)
 
 
 def scheduled(target: TargetPlan) -> list[tuple[Pool, tuple[str, ...], tuple[str, ...]]]:
@@ -217,8 +213,11 @@ def cronjob(plan: Plan, target: TargetPlan, pool: Pool, namespace: str, action: 
 
 
 def api_server_egress(target: TargetPlan) -> dict[str, Any]:
-    """The egress rule to the API server: its ports, at the addresses the target names (else any)."""
-    rule: dict[str, Any] = {"ports": [{"protocol": "TCP", "port": port} for port in API_SERVER_PORTS]}
+    """The egress rule to the API server: the cloud's API server ports (`Cloud.api_server_ports`), at the
+    addresses the target names (else any). The program reads the API server's address from
+    KUBERNETES_SERVICE_HOST, so it needs no DNS."""
+    ports = CLOUDS.get(target.cloud).api_server_ports
+    rule: dict[str, Any] = {"ports": [{"protocol": "TCP", "port": port} for port in ports]}
     if target.api_server_cidrs:
         rule["to"] = [{"ipBlock": {"cidr": cidr}} for cidr in target.api_server_cidrs]
     return rule

@@ -76,10 +76,26 @@ def parse_priorities(text: str, where: str) -> dict[int, list[str]]:
 def merge_priorities(existing: Mapping[str, Any], rendered: Mapping[str, Any], where: str) -> dict[str, Any]:
     """`rendered` (gpustack's priority ConfigMap) merged into `existing` (the cluster's, as `kubectl get
     -o yaml` prints it): the object to apply in its place."""
+    name, namespace = rendered["metadata"]["name"], rendered["metadata"].get("namespace")
+    meta, data = _cluster_config_map(existing, name, namespace, where)
+    owned_before = set(data.get(OWNED_KEY, "").splitlines())
+    theirs = {p: kept for p, regexes in parse_priorities(data.get(PRIORITIES_KEY, ""), where).items()
+              if (kept := [r for r in regexes if r not in owned_before])}
+    table, owned = _placed(theirs, parse_priorities(rendered["data"][PRIORITIES_KEY], "gpustack"), where)
+    merged_data = {**{k: v for k, v in data.items() if k not in (PRIORITIES_KEY, OWNED_KEY)},
+                   PRIORITIES_KEY: priorities_table_text(table), OWNED_KEY: "".join(f"{r}\n" for r in sorted(owned))}
+    labels = {**(meta.get("labels") or {}), **rendered["metadata"].get("labels", {})}
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(sorted(labels.items()))},
+            "data": dict(sorted(merged_data.items()))}
+
+
+def _cluster_config_map(existing: Mapping[str, Any], name: str, namespace: str | None,
+                        where: str) -> tuple[Mapping[str, Any], Mapping[str, str]]:
+    """The cluster's ConfigMap's metadata and data, once it is known to be the one the autoscaler reads."""
     if existing.get("kind") != "ConfigMap" or not isinstance(existing.get("metadata"), Mapping):
         raise PriorityMergeError(f"{where}: expected the cluster's ConfigMap "
                                  "(kubectl get configmap cluster-autoscaler-priority-expander -n <namespace> -o yaml)")
-    name, namespace = rendered["metadata"]["name"], rendered["metadata"].get("namespace")
     meta = existing["metadata"]
     if (meta.get("name"), meta.get("namespace")) != (name, namespace):
         raise PriorityMergeError(f"{where}: this is {meta.get('namespace')}/{meta.get('name')}; the autoscaler reads "
@@ -87,26 +103,21 @@ def merge_priorities(existing: Mapping[str, Any], rendered: Mapping[str, Any], w
     data = existing.get("data") or {}
     if not isinstance(data, Mapping) or not all(isinstance(v, str) for v in data.values()):
         raise PriorityMergeError(f"{where}: its data must map keys to strings")
-    owned_before = set(data.get(OWNED_KEY, "").splitlines())
-    theirs = {p: kept for p, regexes in parse_priorities(data.get(PRIORITIES_KEY, ""), where).items()
-              if (kept := [r for r in regexes if r not in owned_before])}
-    ours = parse_priorities(rendered["data"][PRIORITIES_KEY], "gpustack")
+    return meta, data
+
+
+def _placed(theirs: dict[int, list[str]], ours: dict[int, list[str]],
+            where: str) -> tuple[dict[int, list[str]], set[str]]:
+    """The merged priority table, and the regexes gpustack owns in it: gpustack's placed above the owner's."""
     if not theirs:  # nothing of the owner's left: gpustack's ConfigMap as it would create it
-        table, owned = ours, {r for regexes in ours.values() for r in regexes}
-    else:
-        fallback = max(FALLBACK_PRIORITY, max(theirs) + GAP)
-        if fallback + GAP > MAX_PRIORITY:  # refused now, not written and refused by the next merge
-            raise PriorityMergeError(f"{where}: the owner's highest priority {max(theirs)} leaves no room above it "
-                                     f"for gpustack's ({2 * GAP} more, at most {MAX_PRIORITY}); lower it first")
-        placed = {fallback + GAP: ours.get(SPOT_PRIORITY, []), fallback: ours.get(FALLBACK_PRIORITY, [])}
-        table = dict(theirs)
-        for priority, regexes in placed.items():
-            if regexes:
-                table[priority] = [*table.get(priority, []), *sorted(set(regexes) - set(table.get(priority, [])))]
-        owned = {r for regexes in placed.values() for r in regexes}
-    merged_data = {**{k: v for k, v in data.items() if k not in (PRIORITIES_KEY, OWNED_KEY)},
-                   PRIORITIES_KEY: priorities_table_text(table), OWNED_KEY: "".join(f"{r}\n" for r in sorted(owned))}
-    labels = {**(meta.get("labels") or {}), **rendered["metadata"].get("labels", {})}
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(sorted(labels.items()))},
-            "data": dict(sorted(merged_data.items()))}
+        return ours, {r for regexes in ours.values() for r in regexes}
+    fallback = max(FALLBACK_PRIORITY, max(theirs) + GAP)
+    if fallback + GAP > MAX_PRIORITY:  # refused now, not written and refused by the next merge
+        raise PriorityMergeError(f"{where}: the owner's highest priority {max(theirs)} leaves no room above it "
+                                 f"for gpustack's ({2 * GAP} more, at most {MAX_PRIORITY}); lower it first")
+    placed = {fallback + GAP: ours.get(SPOT_PRIORITY, []), fallback: ours.get(FALLBACK_PRIORITY, [])}
+    table = dict(theirs)
+    for priority, regexes in placed.items():
+        if regexes:
+            table[priority] = [*table.get(priority, []), *sorted(set(regexes) - set(table.get(priority, [])))]
+    return table, {r for regexes in placed.values() for r in regexes}

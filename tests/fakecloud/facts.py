@@ -19,5 +19,6 @@ class FKS(Cloud):
     pool_names = NameRule(24, r"[a-z][a-z0-9-]{0,23}", "-", SOURCE)
     own_label_prefixes = ("fks.invalid/",)
     image_has_gpu_driver = True
+    api_server_ports = (443,)
     image_has_container_toolkit = True
     disk_gib_range = (30, 2048, SOURCE)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from gpustack.clouds._enums import Allowed, check_enums
 from gpustack.clouds.base import Feature
 from gpustack.clouds.provisioner import Provisioner
-from gpustack.plan.model import CompiledPool
+from gpustack.clouds.compiled import CompiledPool
 
 from fakecloud.facts import SOURCE
 

@@ -215,6 +215,10 @@ class EKS(Cloud):
     # The AL2023 NVIDIA AMIs carry the driver and the container toolkit: "you must disable the operator
     # installation of the driver and toolkit, as these are already included" (_ACCELERATED_AMIS).
     image_has_gpu_driver = True
+    # The control plane's ENIs serve the API on TCP 443, the `kubernetes` Service's endpoint port as well
+    # (the nodes' minimum rule to the cluster security group is TCP 443:
+    # https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html).
+    api_server_ports = (443,)
     image_has_container_toolkit = True
 
     # The autoscaler's GPU label (GPULabel in cloudprovider/aws/aws_cloud_provider.go); EKS does not put it

@@ -16,7 +16,7 @@ from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.aws import facts
 from gpustack.clouds.base import PRIORITY_EXPANDER, FallbackMechanism, Feature
 from gpustack.clouds.provisioner import Provisioner
-from gpustack.plan.model import CompiledPool
+from gpustack.clouds.compiled import CompiledPool
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool

@@ -253,6 +253,10 @@ class AKS(Cloud):
     # because AKS creates the MIG partitions of gpuInstanceProfile pools when a node is provisioned, and
     # the plan says so (target_notes).
     image_has_gpu_driver = True
+    # The API server serves on TCP 443, and pods that call it reach it there: "APIServerPublicIP:443 (if
+    # running pods/deployments that access the API Server) ... those pods/deployments would use the API IP"
+    # (https://learn.microsoft.com/azure/aks/outbound-rules-control-egress).
+    api_server_ports = (443,)
     image_has_container_toolkit = True
 
     def target_notes(self, settings: Mapping[str, object]) -> list[str]:

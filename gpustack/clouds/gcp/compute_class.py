@@ -23,7 +23,7 @@ from gpustack.clouds.dra import DraSupport
 from gpustack.clouds.base import CLASS_PRIORITIES, FallbackMechanism, Feature, FloorUpgradeRule
 from gpustack.clouds.gcp import facts
 from gpustack.clouds.provisioner import Provisioner
-from gpustack.plan.model import CompiledPool
+from gpustack.clouds.compiled import CompiledPool
 from gpustack.spec.model import HOURS_PER_MONTH
 
 if TYPE_CHECKING:

@@ -248,6 +248,13 @@ class GKE(Cloud):
     spot_node_label = ("cloud.google.com/gke-spot", "true")
     # GKE installs the driver (GPU_DRIVER_VERSION) and runs its own device plugin (_GKE_GPUS).
     image_has_gpu_driver = True
+    # The control plane endpoint serves on TCP 443, and the `kubernetes` Service's endpoint is that address
+    # and port (no 443 -> 6443 translation as on kubeadm clusters): an egress rule for 6443 alone fails on
+    # GKE and one for 443 works (https://github.com/kyverno/policy-reporter/issues/279). Dataplane V2
+    # judges the translated address ("GKE translates the Service virtual IP address (VIP) to backend Pod IP
+    # addresses before evaluating network policy rules",
+    # https://cloud.google.com/kubernetes-engine/docs/how-to/fqdn-network-policies).
+    api_server_ports = (443,)
     image_has_container_toolkit = True
     # max_shared_clients_per_gpu: "Valid range: 2-48" (GKE ComputeClass reference, quoted in
     # kcl-lang/modules PR #358; no GKE API text found).

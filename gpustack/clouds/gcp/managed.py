@@ -15,7 +15,7 @@ from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.base import COMPUTE_CLASS, FallbackMechanism, Feature
 from gpustack.clouds.gcp import facts
 from gpustack.clouds.provisioner import Provisioner
-from gpustack.plan.model import CompiledPool
+from gpustack.clouds.compiled import CompiledPool
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool

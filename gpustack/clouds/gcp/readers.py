@@ -32,15 +32,7 @@ def read_node_pool(r: Reader) -> Fields:
     reserved = r.get(node + "reservationAffinity.consumeReservationType", "capacities") == facts.RESERVATION_AFFINITY
     accelerators = [a for a in r.get(node + "guestAccelerators", "gpus") or () if isinstance(a, Mapping)]
     gpus = sum(int_or_none(a.get("count")) or 0 for a in accelerators)
-    zones = len(r.get("nodeLocations", "max_nodes") or ()) or 1
-    low, high = r.get("autoscaling.totalMinNodeCount", "min_nodes"), r.get("autoscaling.totalMaxNodeCount", "max_nodes")
-    if low is None and high is None and r.get("autoscaling", "max_nodes"):
-        per_zone = (r.get("autoscaling.minNodeCount", "min_nodes"), r.get("autoscaling.maxNodeCount", "max_nodes"))
-        low, high = (None if v is None else v * zones for v in per_zone)
-    elif r.get("autoscaling", "max_nodes") is None:
-        fixed = r.get("nodeCount", "max_nodes")
-        fixed = r.get("initialNodeCount", "max_nodes") if fixed is None else fixed
-        low = high = None if fixed is None else fixed * zones
+    low, high = _node_counts(r)
     machine = r.get(node + "machineType", "instance_type")
     location = r.get("location", "region") or ""
     zone = re.fullmatch(r"([a-z]+-[a-z]+[0-9]+)-[a-z]", location)
@@ -54,11 +46,30 @@ def read_node_pool(r: Reader) -> Fields:
         cloud_name=r.get("name", "cloud_name") or r.get("namePrefix", "cloud_name"),
         region=zone.group(1) if zone else (location or None),
         gpus_declared=gpus or None, gpu_marker=gpus > 0,
-        # N1 machines carry GPUs only through guestAccelerators (the catalog lists N1 types with the GPU
-        # gpustack attaches); A2, A3, A4 and G2 machine types come with theirs
-        # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
-        catalog_applies=gpus > 0 or not str(machine or "").startswith("n1-"),
+        catalog_applies=_catalog_applies(gpus > 0, machine),
     )
+
+
+def _node_counts(r: Reader) -> tuple[Any, Any]:
+    """The pool's least and most nodes in all: the total autoscaling limits, else the per-zone ones times
+    the zones, else a fixed size (no autoscaling) times the zones."""
+    zones = len(r.get("nodeLocations", "max_nodes") or ()) or 1
+    low, high = r.get("autoscaling.totalMinNodeCount", "min_nodes"), r.get("autoscaling.totalMaxNodeCount", "max_nodes")
+    if low is None and high is None and r.get("autoscaling", "max_nodes"):
+        per_zone = (r.get("autoscaling.minNodeCount", "min_nodes"), r.get("autoscaling.maxNodeCount", "max_nodes"))
+        low, high = (None if v is None else v * zones for v in per_zone)
+    elif r.get("autoscaling", "max_nodes") is None:
+        fixed = r.get("nodeCount", "max_nodes")
+        fixed = r.get("initialNodeCount", "max_nodes") if fixed is None else fixed
+        low = high = None if fixed is None else fixed * zones
+    return low, high
+
+
+def _catalog_applies(has_gpus: bool, machine: Any) -> bool:
+    # N1 machines carry GPUs only through guestAccelerators (the catalog lists N1 types with the GPU
+    # gpustack attaches); A2, A3, A4 and G2 machine types come with theirs
+    # (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
+    return has_gpus or not str(machine or "").startswith("n1-")
 
 
 COMPUTE_CLASS = f"kubernetes:{compute_class.API_VERSION}:ComputeClass"
@@ -77,30 +88,42 @@ def read_compute_class(r: Reader) -> Fields:
     r.get("spec.priorities", "labels")
     r.get("spec.priorities", "taints")
     gpus = [p["gpu"] for p in priorities if isinstance(p.get("gpu"), Mapping)]
-    capacities = set()
-    for p in priorities:
-        reservations = p.get("reservations")
-        reserved = isinstance(reservations, Mapping) and reservations.get("affinity") == compute_class.RESERVATION_AFFINITY
-        capacities.add(SPOT if p.get("spot") else RESERVED if reserved else ON_DEMAND)
-    label_sets = [dict(labels_of(p.get("nodeLabels")) or {}) for p in priorities]
-    labels = {k: v for k, v in label_sets[0].items() if all(s.get(k) == v for s in label_sets[1:])} if label_sets else {}
-    taint_sets = [set(taint_objects(p.get("taints"), _SAME_EFFECTS)) for p in priorities]
-    taints = set.intersection(*taint_sets) if taint_sets else set()
     name = r.get("metadata.name", "cloud_name")
-    if gpus:
-        taints |= {Taint(compute_class.CLASS_LABEL, str(name or ""), "NoSchedule"),
-                   *(Taint(key, "present", "NoSchedule") for key in compute_class.GKE_TAINTS)}
     machine = next((p.get("machineType") for p in priorities if p.get("machineType")), None)
     count = int_or_none(gpus[0].get("count")) if gpus else None
     return Fields(
         instance_type=machine,
-        capacities=frozenset() if "capacities" in r.unknown else frozenset(capacities),
-        labels=None if "labels" in r.unknown else labels,
-        taints=None if "taints" in r.unknown else tuple(sorted(taints, key=lambda t: (t.key, t.effect))),
+        capacities=frozenset() if "capacities" in r.unknown else frozenset(map(_priority_capacity, priorities)),
+        labels=None if "labels" in r.unknown else _common_labels(priorities),
+        taints=None if "taints" in r.unknown else _class_taints(priorities, name, bool(gpus)),
         min_nodes=0, max_nodes=None, cloud_name=name,
         gpus_declared=count or None, gpu_marker=bool(gpus),
-        catalog_applies=bool(gpus) or not str(machine or "").startswith("n1-"),
+        catalog_applies=_catalog_applies(bool(gpus), machine),
     )
+
+
+def _priority_capacity(priority: Mapping[str, Any]) -> str:
+    reservations = priority.get("reservations")
+    reserved = isinstance(reservations, Mapping) and reservations.get("affinity") == compute_class.RESERVATION_AFFINITY
+    return SPOT if priority.get("spot") else RESERVED if reserved else ON_DEMAND
+
+
+def _common_labels(priorities: list[Mapping[str, Any]]) -> dict[str, str]:
+    """The node labels every priority sets alike (a node of the class has them whichever priority made it)."""
+    label_sets = [dict(labels_of(p.get("nodeLabels")) or {}) for p in priorities]
+    if not label_sets:
+        return {}
+    return {k: v for k, v in label_sets[0].items() if all(s.get(k) == v for s in label_sets[1:])}
+
+
+def _class_taints(priorities: list[Mapping[str, Any]], name: Any, has_gpus: bool) -> tuple[Taint, ...]:
+    """The taints every priority sets, and those GKE adds to the nodes of a GPU class."""
+    taint_sets = [set(taint_objects(p.get("taints"), _SAME_EFFECTS)) for p in priorities]
+    taints = set.intersection(*taint_sets) if taint_sets else set()
+    if has_gpus:
+        taints |= {Taint(compute_class.CLASS_LABEL, str(name or ""), "NoSchedule"),
+                   *(Taint(key, "present", "NoSchedule") for key in compute_class.GKE_TAINTS)}
+    return tuple(sorted(taints, key=lambda t: (t.key, t.effect)))
 
 
 POOL_TYPES = (

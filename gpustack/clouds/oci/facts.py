@@ -141,6 +141,13 @@ class OKE(Cloud):
     # OKE GPU images carry the NVIDIA driver; the toolkit is inferred from them running GPU pods without
     # the operator (https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengrunninggpunodes.htm).
     image_has_gpu_driver = True
+    # The Kubernetes API endpoint serves on TCP 6443: the `kubernetes` Service's 443 is translated to the
+    # endpoint's 6443 before OKE's NetworkPolicy implementation (Calico,
+    # https://docs.oracle.com/en-us/iaas/Content/ContEng/Tasks/contengsettingupcalico.htm) judges the
+    # connection, so 6443 is the port a pod's egress rule must allow ("Kubernetes worker to Kubernetes API
+    # endpoint communication", TCP 6443:
+    # https://docs.oracle.com/en-us/iaas/Content/ContEng/Concepts/contengnetworkconfig.htm).
+    api_server_ports = (6443,)
     image_has_container_toolkit = True
 
     # Boot volumes: 50 GB to 32 TB (https://docs.oracle.com/en-us/iaas/Content/Block/Concepts/bootvolumes.htm).
