@@ -402,7 +402,7 @@ def test_a_system_namespace_is_refused_where_it_is_written(namespace):
 
 def test_the_refused_namespaces_are_those_gpustack_installs_into():
     from gpustack.render import GPUSTACK_NAMESPACE, hami, operator
-    from gpustack.spec.load import INSTALLED_NAMESPACES, SYSTEM_NAMESPACE_PREFIX
+    from gpustack.spec.fields import INSTALLED_NAMESPACES, SYSTEM_NAMESPACE_PREFIX
 
     for name in (operator.NAMESPACE, GPUSTACK_NAMESPACE, hami.NAMESPACE):
         assert name in INSTALLED_NAMESPACES or name.startswith(SYSTEM_NAMESPACE_PREFIX), name
