@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EVERY_CLOUD, spec_text
+import yaml
+from conftest import EVERY_CLOUD, example_target
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.cases import PoolCase
@@ -32,7 +33,14 @@ def test_every_cloud_brings_a_table_with_a_pool_and_a_refusal(cloud):
 
 @pytest.mark.parametrize(("cloud", "case"), CASES, ids=[f"{cloud}: {case.about}" for cloud, case in CASES])
 def test_the_cloud_does_what_its_table_says(cloud, case):
-    text = spec_text([{"name": "w", **case.workload}], clouds=(cloud,))
+    check_case(cloud, case)
+
+
+def check_case(cloud: str, case: PoolCase, **top: object) -> None:
+    """`case` planned on `cloud`'s example target (`top`: more top-level keys, e.g. a `catalog`)."""
+    doc = {"version": 1, "name": "t", "targets": [example_target(cloud)],
+           "workloads": [{"name": "w", **case.workload}], **top}
+    text = yaml.safe_dump(doc, sort_keys=False)
     if case.refused:
         with pytest.raises(SpecError) as refused:
             build_plan(load_text(text, "spec.yaml"))
