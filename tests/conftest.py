@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import textwrap
 from pathlib import Path
 
@@ -19,18 +20,34 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 # Every registered cloud, from the registry (the one list of clouds): what "on every cloud" means here.
 EVERY_CLOUD = CLOUDS.names()
 
-# One valid target per cloud, in the catalog's main regions (tests/test_cloud_lists.py: one for each
-# registered cloud).
-TARGETS = {
-    "aws": {"name": "aws-t", "cloud": "aws", "region": "us-east-1", "cluster": "c1",
-            "settings": {"subnet_ids": ["subnet-0a1b"]}},
-    "azure": {"name": "azure-t", "cloud": "azure", "region": "eastus", "cluster": "c1",
-              "settings": {"resource_group": "rg-1"}},
-    "gcp": {"name": "gcp-t", "cloud": "gcp", "region": "us-central1", "cluster": "c1",
-            "settings": {"node_locations": ["us-central1-a"]}},
-    "oci": {"name": "oci-t", "cloud": "oci", "region": "us-ashburn-1", "cluster": "ocid1.cluster.oc1.iad.aaaa",
-            "settings": {"compartment_id": "ocid1.compartment.oc1..aaaa", "subnet_id": "ocid1.subnet.oc1.iad.aaaa"}},
-}
+# Every provisioner of every registered cloud, as (cloud, provisioner): the `every_provisioner` fixture.
+EVERY_PROVISIONER = tuple((cloud, name) for cloud in EVERY_CLOUD for name in CLOUDS.get(cloud).provisioners)
+
+
+@pytest.fixture(params=EVERY_PROVISIONER, ids=[f"{cloud}-{name}" for cloud, name in EVERY_PROVISIONER])
+def every_provisioner(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """Runs a test once per provisioner of every registered cloud: (cloud, provisioner)."""
+    return request.param
+
+
+# A setting whose pattern is a choice of words (`hashed|descriptive`) picks a behaviour: the test targets
+# leave it at the cloud's default, so a test runs the defaults unless it sets one.
+_CHOICE = re.compile(r"[a-z][-a-z]*(\|[a-z][-a-z]*)+")
+
+
+def example_target(cloud: str) -> dict[str, object]:
+    """A valid target of `cloud`, `<cloud>-t`: the cloud's own example target (`Cloud.example`, what
+    `gpustack new` writes) without the settings that choose a behaviour."""
+    facts = CLOUDS.get(cloud)
+    choices = {s.name for s in facts.settings if s.pattern and _CHOICE.fullmatch(s.pattern)}
+    settings = {k: list(v) if isinstance(v, tuple) else v for k, v in facts.example.settings.items()
+                if k not in choices}
+    return {"name": f"{cloud}-t", "cloud": cloud, "region": facts.example.region, "cluster": facts.example.cluster,
+            "settings": settings}
+
+
+# One valid target per registered cloud (tests/test_cloud_lists.py), from the cloud's example.
+TARGETS = {cloud: example_target(cloud) for cloud in EVERY_CLOUD}
 
 
 def spec_text(workloads: list[dict], clouds: tuple[str, ...] = ("aws",), **top: object) -> str:

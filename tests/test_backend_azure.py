@@ -317,7 +317,8 @@ def test_the_default_keeps_the_names_earlier_versions_gave(tmp_path):
 def test_switching_to_descriptive_names_is_a_replacement_gpustack_diff_shows(tmp_path, capsys):
     old = write_spec(tmp_path, AKS_WORKLOADS)
     new = tmp_path / "new.yaml"
-    new.write_text(Path(old).read_text().replace("resource_group: rg-1", "resource_group: rg-1\n    pool_names: descriptive"))
+    group = f"resource_group: {TARGETS['azure']['settings']['resource_group']}"
+    new.write_text(Path(old).read_text().replace(group, f"{group}\n    pool_names: descriptive"))
     assert main(["diff", old, str(new), "--format", "json"]) == 0
     [target] = json.loads(capsys.readouterr().out)["targets"]
     replaced = {p["name"]: p for p in target["pools"] if p["change"] == "replaced"}

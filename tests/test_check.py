@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EVERY_CLOUD, EXAMPLE, ROOT, spec_text
+from conftest import EVERY_CLOUD, EXAMPLE, ROOT, TARGETS, spec_text
 from gpustack.cli import main
 
 LABELS = {"team": "ml-platform", "environment": "prod"}
@@ -138,12 +138,16 @@ def test_replacing_changes_against_a_baseline_are_advisory(tmp_path, capsys):
     assert (code, out, besides_price_age(err)) == (0, "aws-t: passes\n", "")
     # Same pool, new subnets: EKS recreates the node group.
     moved = tmp_path / "moved.yaml"
-    moved.write_text(Path(old).read_text().replace("subnet-0a1b", "subnet-0c2d"))
+    subnet = TARGETS["aws"]["settings"]["subnet_ids"][0]
+    moved.write_text(Path(old).read_text().replace(subnet, "subnet-0c2d"))
     code, out, _ = check(capsys, str(moved), "--baseline", old)
     assert code == 0 and "aws-t: passes, 1 advisory" in out
     assert "ADVISORY   node-pool-replacement  train-h100-spot-p5-48xlarge" in out
     assert "this change replaces a node pool, draining its nodes: in place:" in flat(out)
-    assert "settings.subnet_ids: subnet-0a1b -> subnet-0c2d (subnet_ids is ForceNew" in flat(out)
+    subnets = TARGETS["aws"]["settings"]["subnet_ids"]
+    moved_subnets = ["subnet-0c2d", *subnets[1:]]
+    assert (f"settings.subnet_ids: {', '.join(subnets)} -> {', '.join(moved_subnets)} (subnet_ids is ForceNew"
+            in flat(out))
     # No checkpointing any more: the pool moves from spot to on-demand, a new pool takes over.
     unsafe = write(tmp_path, [{**CHECKPOINTED, "checkpointing": False}], name="unsafe.yaml")
     code, out, _ = check(capsys, unsafe, "--baseline", old)

@@ -126,11 +126,23 @@ def _named_in_text(text: str) -> list[tuple[int, str, str]]:
             if not line.lstrip().startswith(("#", "{#")) and (match := words.search(line))]
 
 
+def _readme_texts(tree: ast.AST) -> set[int]:
+    """The README's text of each workload key (the `doc` of a `WorkloadField`, gpustack/spec/fields.py):
+    documentation for people, as docstrings are."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "WorkloadField":
+            docs = [*node.args[2:3], *(k.value for k in node.keywords if k.arg == "doc")]
+            found.update(id(n) for doc in docs for n in ast.walk(doc) if isinstance(n, ast.Constant))
+    return found
+
+
 def _named_clouds(source: str) -> list[tuple[int, str, str]]:
-    """(line, cloud word, string) for every string constant of `source` naming a cloud, docstrings aside."""
+    """(line, cloud word, string) for every string constant of `source` naming a cloud, docstrings and the
+    README's texts aside."""
     words = _words()
     tree = ast.parse(source)
-    docs = _docstrings(tree)
+    docs = _docstrings(tree) | _readme_texts(tree)
     return [(node.lineno, match.group(0), node.value) for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
             and (match := words.search(node.value))]
@@ -178,3 +190,8 @@ def test_the_bundles_docstring_lists_exactly_its_modules(cloud):
     listed = set(re.findall(r"^\s+(\w+\.py)\s", doc, re.MULTILINE))
     present = {p.name for p in (PACKAGE / "clouds" / cloud.name).glob("*.py")} - {"__init__.py"}
     assert listed == present
+
+
+def test_only_the_readme_text_of_a_workload_field_may_name_a_cloud():
+    source = 'WorkloadField("key", read, "pins, e.g. {aws: p5.48xlarge}", not_for="aws only")\n'
+    assert [(word, text) for _, word, text in _named_clouds(source)] == [("aws", "aws only")]

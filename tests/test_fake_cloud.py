@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 import test_cloud_bundles as bundle_checks
+import test_cloud_cases as cloud_cases
 import test_policies_program as pack
 import test_render as rendering
 from conftest import assert_golden
@@ -156,3 +157,10 @@ def test_a_capability_gap_of_its_provisioner_is_a_located_error(fks):
     [problem] = [str(p) for p in info.value.problems]
     assert problem.startswith("spec.yaml:") and "workloads[0].capacity" in problem
     assert "FKS node pools cannot ask for spot capacity" in problem
+
+
+def test_it_does_what_its_behaviour_table_says(fks):
+    cases = fks.part("cases").CASES
+    assert any(c.compiled for c in cases) and any(c.refused for c in cases)
+    for case in cases:
+        cloud_cases.check_case(fks.name, case, catalog=str(BUNDLE / "instances.csv"))

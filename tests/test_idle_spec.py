@@ -40,7 +40,7 @@ def test_idle_is_opt_in_and_read_strictly():
 
 
 @pytest.mark.parametrize("idle, expected", [
-    ({"below": "10%", "for": "15m", "acton": "alert"}, "spec.yaml:20:5: workloads[0].idle.acton: unknown key 'acton' "
+    ({"below": "10%", "for": "15m", "acton": "alert"}, "spec.yaml:21:5: workloads[0].idle.acton: unknown key 'acton' "
                                                       "(did you mean 'action'?)"),
     ({"below": 10, "for": "15m"}, "workloads[0].idle.below: write the share with a percent sign, e.g. below: 10%"),
     ({"below": "80%", "for": "15m"}, "80% is out of range: idle means below 1% to 50% utilisation"),

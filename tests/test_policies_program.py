@@ -7,7 +7,7 @@ import pytest
 from pulumi_policy import (PolicyResource, PolicyResourceOptions, ResourceValidationArgs, ResourceValidationPolicy,
                            StackValidationArgs)
 
-from conftest import EXAMPLE, spec_text
+from conftest import EVERY_CLOUD, EXAMPLE, spec_text
 from gpustack.guardrails import evaluate, settings
 from gpustack.guardrails.from_plan import plan_views
 from gpustack.guardrails.policy_pack import policies
@@ -56,7 +56,7 @@ CASES = {  # cloud -> GPU that runs as spot and as a notebook there
 }
 
 
-@pytest.mark.parametrize("cloud", sorted(CASES))
+@pytest.mark.parametrize("cloud", EVERY_CLOUD)
 def test_check_and_the_pack_fail_the_same_spec_with_the_same_rules(tmp_path, cloud):
     gpu = CASES[cloud]
     spec = tmp_path / "spec.yaml"

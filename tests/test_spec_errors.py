@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpustack.catalog import load_catalog
 import yaml
 
-from conftest import dedent, spec_text
+from conftest import TARGETS, dedent, spec_text
 from gpustack.errors import SpecError
 from gpustack.spec import load_text
 
@@ -107,7 +109,9 @@ def test_min_max_replicas_only_for_inference():
 
 def test_min_not_above_max():
     text = spec_text([{**SERVE, "replicas": {"min": 5, "max": 2}}])
-    assert error(text) == f"{at(text, '5')}: workloads[0].replicas.min: min (5) is more than max (2)"
+    where = at(text, "min: 5")  # the location of the 5 after "min: "
+    line, column = where.rsplit(":", 2)[1:]
+    assert error(text) == f"spec.yaml:{line}:{int(column) + 5}: workloads[0].replicas.min: min (5) is more than max (2)"
 
 
 def test_mig_profile_must_exist_for_the_gpu():
@@ -180,13 +184,15 @@ def test_a_region_without_gpus_suggests_regions_of_its_own_geography_first(cloud
 
 
 def test_settings_each_cloud_requires():
-    text = spec_text([TRAIN], ("aws",)).replace("    subnet_ids:\n    - subnet-0a1b\n", "    {}\n")
+    text = re.sub(r"    subnet_ids:\n(    - .*\n)+", "    {}\n", spec_text([TRAIN], ("aws",)))
     assert error(text) == f"{at(text, '{}')}: targets[0].settings: missing required key 'subnet_ids'"
 
 
 def test_settings_values_are_checked():
-    text = spec_text([TRAIN], ("aws",)).replace("subnet-0a1b", "sub-0a1b")
-    assert error(text) == (f"{at(text, 'sub-0a1b')}: targets[0].settings.subnet_ids[0]: 'sub-0a1b' is not valid: "
+    subnet = TARGETS["aws"]["settings"]["subnet_ids"][0]
+    text = spec_text([TRAIN], ("aws",)).replace(subnet, subnet.replace("subnet-", "sub-"))
+    bad = subnet.replace("subnet-", "sub-")
+    assert error(text) == (f"{at(text, bad)}: targets[0].settings.subnet_ids[0]: '{bad}' is not valid: "
                            "an EC2 subnet id such as 'subnet-0a1b2c3d'")
 
 
@@ -288,10 +294,11 @@ def test_capability_gap_reported_before_render():
 def test_reserved_pool_on_gke_needs_a_zone():
     from gpustack.plan import build_plan
 
-    text = spec_text([SERVE], ("gcp",)).replace("    node_locations:\n    - us-central1-a\n", "    {}\n")
+    text = re.sub(r"    node_locations:\n(    - .*\n)+", "", spec_text([SERVE], ("gcp",)))
+    first_setting = next(iter(set(TARGETS["gcp"]["settings"]) - {"node_locations"}))
     with pytest.raises(SpecError) as info:
         build_plan(load_text(text, "spec.yaml"))
-    assert str(info.value) == (f"{at(text, '{}')}: targets[0].settings: this target plans a reserved pool; set "
+    assert str(info.value) == (f"{at(text, first_setting + ':')}: targets[0].settings: this target plans a reserved pool; set "
                                "settings.node_locations: GKE capacity reservations are zonal: each zone of "
                                "settings.node_locations holds its part of a reserved floor")
 
@@ -415,7 +422,7 @@ def test_a_system_namespace_is_refused_where_it_is_written(namespace):
 
 def test_the_refused_namespaces_are_those_gpustack_installs_into():
     from gpustack.render import GPUSTACK_NAMESPACE, hami, operator
-    from gpustack.spec.load import INSTALLED_NAMESPACES, SYSTEM_NAMESPACE_PREFIX
+    from gpustack.spec.fields import INSTALLED_NAMESPACES, SYSTEM_NAMESPACE_PREFIX
 
     for name in (operator.NAMESPACE, GPUSTACK_NAMESPACE, hami.NAMESPACE):
         assert name in INSTALLED_NAMESPACES or name.startswith(SYSTEM_NAMESPACE_PREFIX), name

@@ -292,107 +292,147 @@ def _class_marker(target: TargetPlan) -> str | None:
     return mechanism.pool_marker if mechanism is not None and mechanism.kind == CLASS_PRIORITIES else None
 
 
+@dataclasses.dataclass
+class _ObjectCheck:
+    """One object against its workload's pod request: what every check reads, and the findings so far."""
+    target: TargetPlan
+    obj: _Object
+    request: PodRequest
+    pod_spec: Mapping[str, Any]
+    mine: list[Pool]  # the workload's pools
+    out: list[ManifestFinding] = dataclasses.field(default_factory=list)
+
+    @property
+    def spec_path(self) -> Path:
+        return (*self.obj.template, "spec")
+
+    @property
+    def wanted(self) -> str:
+        return f"{POOL_LABEL} In ({', '.join(sorted(self.request.pools))})"
+
+    def finding(self, path: Path, message: str, fix: str, level: str = ERROR) -> None:
+        self.out.append(ManifestFinding(level, self.obj.doc.where(path), path_str(path), self.obj.title,
+                                        self.request.workload, message, fix))
+
+
 def _check_object(target: TargetPlan, obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any],
                   asked: Mapping[str, tuple[int | None, Path]],
                   claims_found: Mapping[tuple[str, str | None, str], tuple[Document, Path]]) -> list[ManifestFinding]:
     pools = {p.name: p for p in target.pools}
-    mine = [pools[n] for n in request.pools if n in pools]
-    spec_path = (*obj.template, "spec")
-    out: list[ManifestFinding] = []
+    check = _ObjectCheck(target, obj, request, pod_spec, [pools[n] for n in request.pools if n in pools])
+    _check_tolerations(check)
+    _check_placement(check)
+    _check_resources(check, asked, claims_found)
+    _check_protection(check)
+    check.out.extend(_node_fit(obj, request, pod_spec, check.mine))
+    check.out.extend(_patched_container(obj, request))
+    for path, message, fix in queue_problems(target, request.workload, obj.kind, _mapping(obj.doc.data)):
+        check.finding(path, message, fix)
+    _check_checkpoint_label(check)
+    return check.out
 
-    def finding(path: Path, message: str, fix: str, level: str = ERROR) -> None:
-        out.append(ManifestFinding(level, obj.doc.where(path), path_str(path), obj.title, request.workload,
-                                   message, fix))
 
-    tolerations = [_mapping(t) for t in _list(pod_spec.get("tolerations"))]
-    for taint in request.tolerations:
+def _check_tolerations(check: _ObjectCheck) -> None:
+    tolerations = [_mapping(t) for t in _list(check.pod_spec.get("tolerations"))]
+    for taint in check.request.tolerations:
         if not any(_tolerates(t, taint) for t in tolerations):
-            finding((*spec_path, "tolerations"),
-                    f"no toleration for the taint {taint.key}:{taint.effect} of its pools, so its pods stay Pending",
-                    f"add {{key: {taint.key}, operator: Exists, effect: {taint.effect}}} to tolerations")
-    wanted = f"{POOL_LABEL} In ({', '.join(sorted(request.pools))})"
-    affinity_path = (*spec_path, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
-    marker = _class_marker(target)
+            check.finding((*check.spec_path, "tolerations"),
+                          f"no toleration for the taint {taint.key}:{taint.effect} of its pools, so its pods stay "
+                          "Pending", f"add {{key: {taint.key}, operator: Exists, effect: {taint.effect}}} to tolerations")
+
+
+def _check_placement(check: _ObjectCheck) -> None:
+    """Its pods select its pools (and the class of them, where pools are a class's priorities) and no other."""
+    request, pod_spec, wanted = check.request, check.pod_spec, check.wanted
+    affinity_path = (*check.spec_path, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    marker = _class_marker(check.target)
     if marker is not None and marker in dict(request.node_selector):
         selector = f"nodeSelector {{{marker}: {dict(request.node_selector)[marker]}}}"
         if _str_map(pod_spec.get("nodeSelector")).get(marker) != dict(request.node_selector)[marker]:
-            finding((*spec_path, "nodeSelector"), "its pods do not select the class of its pools by nodeSelector "
-                    f"{marker}, so no node of its pools is created for them",
-                    f"set {selector}")
+            check.finding((*check.spec_path, "nodeSelector"), "its pods do not select the class of its pools by "
+                          f"nodeSelector {marker}, so no node of its pools is created for them", f"set {selector}")
     if selects(pod_spec, {}):
-        finding(affinity_path, "no nodeSelector or required node affinity selects its pools: its pods may run on "
-                "any node that offers the resource", f"require node affinity {wanted}")
-    for pool in target.pools:
+        check.finding(affinity_path, "no nodeSelector or required node affinity selects its pools: its pods may run "
+                      "on any node that offers the resource", f"require node affinity {wanted}")
+    for pool in check.target.pools:
         if pool.name not in request.pools and _lands(pod_spec, pool):
             owners = ", ".join(pool.workloads) or "no workload"
-            finding(affinity_path, f"its pods can land on pool {pool.name} (of {owners})",
-                    f"require node affinity {wanted}")
-    missed = [p.name for p in mine if not selects(pod_spec, dict(p.labels))]
-    if missed and len(missed) == len(mine):
-        finding(affinity_path, f"its nodeSelector / node affinity selects none of its pools ({', '.join(missed)})",
-                f"require node affinity {wanted} and nodeSelector {dict(request.node_selector)}")
+            check.finding(affinity_path, f"its pods can land on pool {pool.name} (of {owners})",
+                          f"require node affinity {wanted}")
+    missed = [p.name for p in check.mine if not selects(pod_spec, dict(p.labels))]
+    if missed and len(missed) == len(check.mine):
+        check.finding(affinity_path, f"its nodeSelector / node affinity selects none of its pools ({', '.join(missed)})",
+                      f"require node affinity {wanted} and nodeSelector {dict(request.node_selector)}")
     elif missed:
-        finding(affinity_path, f"its node affinity leaves out its pool(s) {', '.join(missed)}: replicas that "
-                "need them stay Pending", f"require node affinity {wanted}", WARNING)
+        check.finding(affinity_path, f"its node affinity leaves out its pool(s) {', '.join(missed)}: replicas that "
+                      "need them stay Pending", f"require node affinity {wanted}", WARNING)
 
-    expected = {k: v for k, v in request.resources if "/" in k}
-    containers_path = (*spec_path, "containers")
-    wrong = False
+
+def _check_resources(check: _ObjectCheck, asked: Mapping[str, tuple[int | None, Path]],
+                     claims_found: Mapping[tuple[str, str | None, str], tuple[Document, Path]]) -> None:
+    """The GPU resources its containers ask for: those of its sharing mode (or its DRA claim), no more than
+    a node of its pools offers."""
+    request, expected = check.request, {k: v for k, v in check.request.resources if "/" in k}
     if request.claim is not None:  # a DRA target: the claim instead of extended resources (dra_manifests.py)
         def claim_finding(doc: Document, path: Path, title: str, message: str, fix: str) -> None:
-            out.append(ManifestFinding(ERROR, doc.where(path), path_str(path), title, request.workload, message, fix))
-        dra_manifests.check_pod(request, pod_spec, spec_path, asked, mine, claims_found, finding, claim_finding)
-        asked = {}
+            check.out.append(ManifestFinding(ERROR, doc.where(path), path_str(path), title, request.workload, message,
+                                             fix))
+        dra_manifests.check_pod(request, check.pod_spec, check.spec_path, asked, check.mine, claims_found,
+                                check.finding, claim_finding)
+        return
+    wrong = False
     for name, (_amount, where) in sorted(asked.items()):
         if name not in expected and (name.startswith(_GPU_VENDORS)
-                                     or any(name == n for p in target.pools for n, _ in p.node_offers)):
+                                     or any(name == n for p in check.target.pools for n, _ in p.node_offers)):
             wrong = True
-            finding(where, f"requests {name}; its sharing mode needs {', '.join(sorted(expected))}",
-                    f"request and limit {', '.join(f'{k}: {v}' for k, v in sorted(expected.items()))} instead")
+            check.finding(where, f"requests {name}; its sharing mode needs {', '.join(sorted(expected))}",
+                          f"request and limit {', '.join(f'{k}: {v}' for k, v in sorted(expected.items()))} instead")
     for name, quantity in sorted(expected.items()):
-        if request.claim is not None:
-            break
-        if name not in asked:
-            if wrong:  # already reported with the resource to ask instead
-                continue
-            finding(containers_path, f"no container requests {name}: its pods get no GPU from its pools",
-                    f"set resources.limits and requests {name}: {quantity} on the container named "
-                    f"{request.gpu_container(container_names(obj))}")
-            continue
-        amount, where = asked[name]
-        most = max((dict(p.node_offers).get(name, 0) for p in mine), default=0)
-        if amount is None:
-            finding(where, f"{name} is not a whole number", f"request {name}: {quantity}")
-        elif mine and amount > most:
-            finding(where, f"requests {amount} {name}; no node of its pools offers more than {most}, so its pods "
-                    "never schedule", f"request at most {most} (the plan sizes it {quantity})")
+        if name in asked:
+            _check_amount(check, name, quantity, asked[name])
+        elif not wrong:  # else already reported with the resource to ask instead
+            check.finding((*check.spec_path, "containers"),
+                          f"no container requests {name}: its pods get no GPU from its pools",
+                          f"set resources.limits and requests {name}: {quantity} on the container named "
+                          f"{request.gpu_container(container_names(check.obj))}")
 
-    annotations = _str_map(obj.at("metadata", "annotations"))
-    for key, value in request.annotations:
+
+def _check_amount(check: _ObjectCheck, name: str, quantity: Any, asked: tuple[int | None, Path]) -> None:
+    amount, where = asked
+    most = max((dict(p.node_offers).get(name, 0) for p in check.mine), default=0)
+    if amount is None:
+        check.finding(where, f"{name} is not a whole number", f"request {name}: {quantity}")
+    elif check.mine and amount > most:
+        check.finding(where, f"requests {amount} {name}; no node of its pools offers more than {most}, so its pods "
+                      "never schedule", f"request at most {most} (the plan sizes it {quantity})")
+
+
+def _check_protection(check: _ObjectCheck) -> None:
+    """The annotations and the grace period its provisioner needs to leave the work alone or let it save."""
+    annotations = _str_map(check.obj.at("metadata", "annotations"))
+    for key, value in check.request.annotations:
         if annotations.get(key) != value:
-            finding((*obj.template, "metadata", "annotations"),
-                    f"its pods lack the annotation {key}: \"{value}\", so {target.provisioner} may disrupt their node "
-                    "voluntarily (a drift, a consolidation) and the work restarts from the beginning",
-                    f'annotate its pod template {key}: "{value}"')
-    grace = pod_spec.get("terminationGracePeriodSeconds")
-    wanted_grace = request.termination_grace_seconds
+            check.finding((*check.obj.template, "metadata", "annotations"),
+                          f"its pods lack the annotation {key}: \"{value}\", so {check.target.provisioner} may "
+                          "disrupt their node voluntarily (a drift, a consolidation) and the work restarts from the "
+                          "beginning", f'annotate its pod template {key}: "{value}"')
+    grace = check.pod_spec.get("terminationGracePeriodSeconds")
+    wanted_grace = check.request.termination_grace_seconds
     if wanted_grace is not None and not (isinstance(grace, int) and grace >= wanted_grace):
-        finding((*spec_path, "terminationGracePeriodSeconds"),
-                f"terminationGracePeriodSeconds is {grace if grace is not None else 'unset (30)'}: a drain it cannot "
-                f"refuse leaves the job less than the {wanted_grace} s the plan gives it to write what it can",
-                f"set terminationGracePeriodSeconds: {wanted_grace}", WARNING)
-    out.extend(_node_fit(obj, request, pod_spec, mine))
-    out.extend(_patched_container(obj, request))
-    for path, message, fix in queue_problems(target, request.workload, obj.kind, _mapping(obj.doc.data)):
-        finding(path, message, fix)
-    if dict(request.pod_labels).get(CHECKPOINTING_LABEL) == "true":
-        labels = _str_map(obj.at("metadata", "labels"))
+        check.finding((*check.spec_path, "terminationGracePeriodSeconds"),
+                      f"terminationGracePeriodSeconds is {grace if grace is not None else 'unset (30)'}: a drain it "
+                      f"cannot refuse leaves the job less than the {wanted_grace} s the plan gives it to write what "
+                      "it can", f"set terminationGracePeriodSeconds: {wanted_grace}", WARNING)
+
+
+def _check_checkpoint_label(check: _ObjectCheck) -> None:
+    if dict(check.request.pod_labels).get(CHECKPOINTING_LABEL) == "true":
+        labels = _str_map(check.obj.at("metadata", "labels"))
         if labels.get(CHECKPOINTING_LABEL) != "true":
-            finding((*obj.template, "metadata", "labels"),
-                    f"runs on spot pool(s) {', '.join(p.name for p in mine if p.capacity == 'spot')} without the "
-                    f"{CHECKPOINTING_LABEL} label on its pods",
-                    f'label its pod template {CHECKPOINTING_LABEL}: "true" (it resumes from checkpoints)')
-    return out
+            check.finding((*check.obj.template, "metadata", "labels"),
+                          f"runs on spot pool(s) {', '.join(p.name for p in check.mine if p.capacity == 'spot')} "
+                          f"without the {CHECKPOINTING_LABEL} label on its pods",
+                          f'label its pod template {CHECKPOINTING_LABEL}: "true" (it resumes from checkpoints)')
 
 
 def _node_fit(obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any],

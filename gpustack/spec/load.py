@@ -11,32 +11,27 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path as FilePath
-from typing import Any, cast
+from typing import Any
 
 from gpustack.catalog import Catalog, load_catalog, read_catalog_file
 from gpustack.clouds import CLOUDS
 from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
 from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
-from gpustack.spec.idle import check_prometheus, read_idle
-from gpustack.spec.autostop import read_autostop
-from gpustack.spec.alternatives import gpu_alternatives, read_alternatives, read_gpus
-from gpustack.spec.availability import read_availability
+from gpustack.spec.idle import check_prometheus
+from gpustack.spec.alternatives import gpu_alternatives, read_alternatives
 from gpustack.spec.discount import read_discount
+from gpustack.spec.fields import WORKLOAD_FIELDS, WORKLOAD_KEYS, WORKLOAD_OPTIONAL, WorkloadRead
 from gpustack.spec.model import (
-    CAPACITIES, COMMITMENT_TERMS, TIMEBOXED_CAPACITIES, HOURS_PER_MONTH, JOB_KINDS, KINDS, SCHEDULABLE_KINDS, SHAREABLE_KINDS, SHARING_MODES,
-    TYPE_CHANGE_SAVING, Capacity, Commitment, InstancePrice, Kind, Pricing, Replicas, Schedule, SharingMode, Spec,
+    COMMITMENT_TERMS, SHAREABLE_KINDS, TYPE_CHANGE_SAVING, Commitment, InstancePrice, Pricing, Replicas, Schedule, Spec,
     Target, Workload,
 )
 from gpustack.spec.reader import BAD, Reader, type_name
-from gpustack.spec.timebox import check_timebox
 from gpustack.spec.yamlsource import MAX_FILE_BYTES, Document, Path, parse
 
 MAX_WORKLOADS = 20_000
 MAX_TARGETS = 64
 MAX_REPLICAS = 100_000
-MAX_GPUS_PER_REPLICA = 64
-MIN_GPU_FRACTION = 0.01
 SPEC_NAME_MAX = 20
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html"
 
@@ -56,18 +51,6 @@ TOP_OPTIONAL = ("labels", "pricing", "catalog", "pools")
 EXTENSION_PREFIX = "x-"  # top-level keys gpustack ignores: a place for shared defaults
 TARGET_KEYS = ("name", "cloud", "region", "cluster")
 TARGET_OPTIONAL = ("settings", "workloads")
-WORKLOAD_KEYS = ("name", "kind", "gpu")
-WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
-                     "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
-                     "sharing", "namespace", "instance_types", "burst_share", "disk", "idle", "autostop",
-                     "availability", "container", "block", "flex")
-SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
-# Namespaces a workload may not live in: the cluster's own (Kubernetes reserves the `kube-` prefix,
-# https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/#initial-namespaces)
-# and those of what gpustack installs (the GPU Operator's, the alerts'). The auto-stop job gets a
-# Role in its workloads' namespaces; there it would sit next to the cluster's controllers.
-SYSTEM_NAMESPACE_PREFIX = "kube-"
-INSTALLED_NAMESPACES = ("gpu-operator", "gpustack-system")
 ADD_ROWS = "add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog refresh"
 
 
@@ -350,115 +333,17 @@ class _SpecReader(Reader):
         return out
 
     def workload(self, path: Path, value: Any, index: int) -> Workload | Any:
+        """One workload, read down the field table (gpustack/spec/fields.py)."""
         value = self.mapping(path, value, required=WORKLOAD_KEYS, optional=WORKLOAD_OPTIONAL, what="a workload")
         if value is BAD or any(k not in value for k in WORKLOAD_KEYS):
             return BAD
         before = len(self.problems)
-        name = self.dns_label(path + ("name",), value["name"])
-        kind = self.choice(path + ("kind",), value["kind"], KINDS)
-        gpu = read_gpus(self, self.gpu, path + ("gpu",), value["gpu"], kind)
-        field = {key: path + (key,) for key in WORKLOAD_OPTIONAL}
-        forms = [key for key in SIZE_FORMS if key in value]
-        if len(forms) > 1:
-            self.problem(field[forms[1]], f"give exactly one of {one_of(SIZE_FORMS)} per replica; "
-                                          f"this workload gives {' and '.join(forms)}")
-        if kind and kind not in SHAREABLE_KINDS:
-            for key in forms:
-                if key != "gpus":
-                    self.problem(field[key], f"{key} is for inference and notebook workloads; {kind} uses whole "
-                                             "GPUs: give gpus: N")
-        gpus = self.integer(field["gpus"], value["gpus"], minimum=1, maximum=MAX_GPUS_PER_REPLICA) \
-            if "gpus" in value else 1
-        gpu_memory = self.parsed(field["gpu_memory"], value["gpu_memory"], units.parse_memory_gib) \
-            if "gpu_memory" in value else None
-        gpu_fraction = None
-        if "gpu_fraction" in value:
-            gpu_fraction = self.number(field["gpu_fraction"], value["gpu_fraction"], minimum=0, exclusive_minimum=True)
-            if gpu_fraction and gpu_fraction > 1:
-                gpu_fraction = self.problem(field["gpu_fraction"], f"{gpu_fraction:g} is more than one GPU; a "
-                                            "fraction is at most 1 (use gpus: N for whole GPUs)")
-            elif gpu_fraction and gpu_fraction < MIN_GPU_FRACTION:
-                gpu_fraction = self.problem(field["gpu_fraction"], f"{gpu_fraction:g} is less than "
-                                            f"{MIN_GPU_FRACTION:g} of a GPU: no sharing mode divides a GPU among "
-                                            f"more than {round(1 / MIN_GPU_FRACTION)} replicas in a plan gpustack "
-                                            "would stand behind")
-        mig = self.string(field["mig"], value["mig"]) if "mig" in value else None
-        if gpu and mig:
-            mig = self.mig_profile(field["mig"], gpu, mig)
-        if gpu and gpu_memory:
-            self.gpu_memory_fits(field["gpu_memory"], gpu, gpu_memory)
-        cpu = self.parsed(field["cpu"], value["cpu"], units.parse_cpu) if "cpu" in value else None
-        memory = self.parsed(field["memory"], value["memory"], units.parse_memory_gib) if "memory" in value else None
-        replicas = self.replicas(field["replicas"], value.get("replicas", 1), kind)
-        checkpointing = False
-        if "checkpointing" in value:
-            checkpointing = self.boolean(field["checkpointing"], value["checkpointing"])
-            if kind and kind not in JOB_KINDS:
-                self.problem(field["checkpointing"], f"checkpointing applies to training and fine-tuning, not {kind}")
-        schedule = None
-        if "schedule" in value:
-            schedule = self.schedule(field["schedule"], value["schedule"])
-            if kind and kind not in SCHEDULABLE_KINDS:
-                self.problem(field["schedule"], f"a schedule applies to {' and '.join(sorted(SCHEDULABLE_KINDS))} "
-                                                f"workloads, not {kind}")
-        hours = self.number(field["hours_per_month"], value["hours_per_month"], minimum=0, exclusive_minimum=True,
-                            maximum=HOURS_PER_MONTH) if "hours_per_month" in value else None
-        if hours and schedule:
-            self.problem(field["hours_per_month"], "give either a schedule or hours_per_month, not both")
-        runs = self.number(field["runs_per_month"], value["runs_per_month"], minimum=0, exclusive_minimum=True,
-                           maximum=1e6) if "runs_per_month" in value else None
-        if "runs_per_month" in value and kind and kind not in JOB_KINDS:
-            self.problem(field["runs_per_month"], f"runs_per_month is for training and fine-tuning, not {kind}")
-        requests = self.number(field["requests_per_hour"], value["requests_per_hour"], minimum=0,
-                               exclusive_minimum=True, maximum=1e12) if "requests_per_hour" in value else None
-        if "requests_per_hour" in value and kind and kind != "inference":
-            self.problem(field["requests_per_hour"], f"requests_per_hour is for inference, not {kind}")
-        labels = self.labels(field["labels"], value.get("labels", {}))
-        capacity = (self.choice(field["capacity"], value["capacity"], CAPACITIES + TIMEBOXED_CAPACITIES)
-                    if "capacity" in value else None)
-        block, flex = check_timebox(self, field, value, kind, capacity, checkpointing is True)
-        if capacity == "reserved" and schedule:
-            self.problem(field["capacity"], "a reserved pool runs, and is billed, around the clock: it cannot follow a "
-                                            "schedule; remove the schedule or the capacity")
-        sharing = self.choice(field["sharing"], value["sharing"], SHARING_MODES) if "sharing" in value else None
-        if sharing and kind and gpu:
-            self.sharing_fits(field["sharing"], sharing, kind, gpu, forms, mig)
-        namespace = self.dns_label(field["namespace"], value["namespace"]) if "namespace" in value else "default"
-        if isinstance(namespace, str) and (namespace.startswith(SYSTEM_NAMESPACE_PREFIX)
-                                           or namespace in INSTALLED_NAMESPACES):
-            self.problem(field["namespace"], f"{namespace} is a system namespace (kube-* or one gpustack installs: "
-                                             f"{', '.join(INSTALLED_NAMESPACES)}); put the workload in a namespace "
-                                             f"of its own, e.g. 'default' or the team's")
-        pins, alternatives = self.instance_pins(field["instance_types"], value["instance_types"], kind) \
-            if "instance_types" in value else ((), ())
-        burst_share = None
-        if "burst_share" in value:
-            burst_share = self.number(field["burst_share"], value["burst_share"], minimum=0, maximum=1)
-            if kind and kind != "inference":
-                self.problem(field["burst_share"], f"burst_share is for inference (the burst above replicas.min), "
-                                                   f"not {kind}")
-        disk = self.parsed(field["disk"], value["disk"], units.parse_disk_gib) if "disk" in value else None
-        idle = read_idle(self, field["idle"], value["idle"], kind, replicas) if "idle" in value else None
-        autostop = read_autostop(self, field["autostop"], value["autostop"], kind, "schedule" in value,
-                                 idle or None) \
-            if "autostop" in value else None
-        availability = read_availability(self, field["availability"], value["availability"], kind) \
-            if "availability" in value else None
-        # The GPU container of the workload's object (a container name is a DNS label, Kubernetes'
-        # Container.name): the one the patches of `gpustack render --workloads` merge into.
-        container = self.dns_label(field["container"], value["container"]) if "container" in value else None
+        read = WorkloadRead(self, path, value)
+        for row in WORKLOAD_FIELDS:
+            read.read(row)
         if len(self.problems) > before:
             return BAD
-        return Workload(
-            name=name, kind=cast(Kind, kind), gpu=gpu.name, gpus=gpus, gpu_memory_gib=gpu_memory, mig=mig,
-            gpu_fraction=gpu_fraction, cpu=cpu, memory_gib=memory, replicas=replicas, checkpointing=checkpointing,
-            schedule=schedule, hours_per_month=hours, runs_per_month=runs, requests_per_hour=requests,
-            labels=labels, capacity=cast(Capacity | None, capacity), sharing=cast(SharingMode | None, sharing),
-            namespace=namespace, index=index, instance_types=pins, spot_alternatives=alternatives,
-            burst_share=burst_share,
-            disk_gib=disk, idle=idle, autostop=autostop, availability=availability, container=container,
-            block=block, flex=flex,
-        )
+        return Workload(index=index, **read.attributes())
 
     def instance_pins(self, path: Path, value: Any, kind: Any = None) -> Any:
         """{cloud: instance type, or a list of them}: clouds by name or alias; the types are checked per

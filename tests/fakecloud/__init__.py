@@ -8,6 +8,7 @@ in this bundle, laid out like `gpustack/clouds/<cloud>/`:
     backend.py     the Pulumi resources, as a custom resource type of its own (no provider SDK needed)
     readers.py     the guardrail reader of that resource type
     mocks.py       what the Pulumi mocks answer for it
+    cases.py       its behaviour as a table of workloads and the pools they get (gpustack/clouds/cases.py)
     instances.csv  its instance types, a catalog file a spec names with `catalog:`
 
 The bundles under gpustack/clouds are discovered; this one is registered by the test that uses it

@@ -10,6 +10,7 @@
     nap_backend.py  their Pulumi resources (imported only by the Pulumi program)
     prices.py   the price feed of `gpustack catalog refresh`
     snapshot.py  the reader of its source snapshots for `make catalog SOURCES=DIR` (data/azure.csv)
+    cases.py    its behaviour as a table of workloads and the pools they get (tests/test_cloud_cases.py)
 """
 
 from gpustack.clouds.azure.facts import AKS

@@ -9,6 +9,7 @@
     karpenter_backend.py  their Pulumi declaration, and the floors' capacity reservations
     prices.py   the price feed of `gpustack catalog refresh`
     snapshot.py  the reader of its source snapshots for `make catalog SOURCES=DIR` (data/oci.csv)
+    cases.py    its behaviour as a table of workloads and the pools they get (tests/test_cloud_cases.py)
 """
 
 from gpustack.clouds.oci.facts import OKE
