@@ -4,6 +4,7 @@ snapshots in the sources' own formats here), deterministically, with the moves p
 from __future__ import annotations
 
 import csv
+import json
 import re
 import shutil
 from pathlib import Path
@@ -13,7 +14,8 @@ import pytest
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.importer import main, rebuild
 from gpustack.catalog.rows import InstanceType
-from gpustack.clouds.aws.snapshot import _pick
+from gpustack.catalog.snapshots import Snapshot
+from gpustack.clouds.aws.snapshot import _pick, _spot_feed
 
 SOURCES = Path(__file__).parent / "fixtures" / "catalog_sources"
 
@@ -142,3 +144,73 @@ def test_an_on_demand_table_confirms_an_older_on_demand_price_but_never_its_spot
     assert again.note == kept.note  # a rebuild reading its own output says it once
     (newer,), _ = _pick([old, _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.016, None)])
     assert (newer.on_demand, newer.spot, newer.as_of) == (1.016, None, "2026-07-20")  # a new price: no old spot
+
+
+FEED = Snapshot("aws-spot-feed-2026-08", Path("spot.json"), "2026-08-06")
+
+
+def test_the_spot_feed_gives_a_newer_spot_price_to_the_newest_on_demand_price_dated_by_the_older_of_the_two():
+    old = _aws_row("skypilot-aws-v8", "2025-11", 1.006, 0.45)
+    karpenter = _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.006, None)
+    (row,), _ = _pick([old, karpenter], {("us-east-1", "g5.xlarge"): (0.5089, FEED)})
+    assert (row.on_demand, row.spot, row.as_of, row.source) == (1.006, 0.5089, "2026-07-20", "aws-spot-feed-2026-08")
+    assert row.note == ("on-demand of aws-karpenter-prices-2026-07 (2026-07-20); spot from aws-spot-feed-2026-08 "
+                        "(2026-08-06)")
+    # a rebuild reading its own output (the row carried, the on-demand table given again) says the same
+    (again,), _ = _pick([row, karpenter], {("us-east-1", "g5.xlarge"): (0.5089, FEED)})
+    assert again == row
+    # without the feed the row keeps its spot price: nothing newer replaces it
+    (kept,), _ = _pick([row, karpenter])
+    assert (kept.spot, kept.as_of) == (0.5089, "2026-07-20")
+
+
+def test_a_feed_price_at_or_above_on_demand_is_not_a_spot_price():
+    karpenter = _aws_row("aws-karpenter-prices-2026-07", "2026-07-20", 1.006, None)
+    (row,), notes = _pick([karpenter], {("us-east-1", "g5.xlarge"): (1.006, FEED)})
+    assert (row.spot, row.source) == (None, "aws-karpenter-prices-2026-07")
+    assert notes == ["us-east-1 g5.xlarge: aws-spot-feed-2026-08 spot 1.006 is not below on-demand 1.006 USD/h; "
+                     "left out"]
+
+
+def test_the_spot_feed_is_read_for_regions_proper_and_numeric_linux_prices(tmp_path):
+    feed = tmp_path / "spot.json"
+    sizes = [{"size": "g5.xlarge", "valueColumns": [{"name": "linux", "prices": {"USD": "0.5089"}},
+                                                    {"name": "mswin", "prices": {"USD": "0.3167"}}]},
+             {"size": "p5.48xlarge", "valueColumns": [{"name": "linux", "prices": {"USD": "N/A*"}}]}]
+    regions = [{"region": region, "instanceTypes": [{"type": "gpuCurrentGen", "sizes": sizes}]}
+               for region in ("us-east-1", "us-east-1-atl-1")]
+    feed.write_text(json.dumps({"vers": 0.01, "config": {"regions": regions}}))
+    assert _spot_feed(feed.read_text(), str(feed)) == {("us-east-1", "g5.xlarge"): 0.5089}
+    with pytest.raises(RefreshError, match="not a spot pricing feed"):
+        _spot_feed('{"config": {}}', "spot.json")
+    twice = [{"region": "us-east-1", "instanceTypes": [{"type": "gpuCurrentGen", "sizes": [
+        {"size": "g5.xlarge", "valueColumns": [{"name": "linux", "prices": {"USD": price}}]} for price in ("1", "2")]}]}]
+    with pytest.raises(RefreshError, match=re.escape("us-east-1 g5.xlarge is listed with two Linux prices")):
+        _spot_feed(json.dumps({"config": {"regions": twice}}), "spot.json")
+
+
+def test_the_bundled_us_east_1_spot_prices_are_the_feeds_of_2026_08_06():
+    from gpustack.catalog import load_catalog
+
+    catalog = load_catalog()
+    rows = [r for r in catalog.rows_of("aws") if r.region == "us-east-1" and r.spot is not None]
+    assert rows and all(r.source == "aws-spot-feed-2026-08" and r.as_of >= "2026-06" for r in rows)
+    p4de = catalog.instance("aws", "us-east-1", "p4de.24xlarge")
+    assert (p4de.on_demand, p4de.spot, p4de.as_of) == (27.44705, 21.8259, "2026-07-20")
+
+
+def test_make_catalog_reads_a_spot_feed_folder_and_prices_the_rows_it_lists(tmp_path):
+    sources = tmp_path / "sources"
+    shutil.copytree(SOURCES, sources)
+    sizes = [{"size": "g5.xlarge", "valueColumns": [{"name": "linux", "prices": {"USD": "0.4101"}}]}]
+    feed = {"config": {"regions": [{"region": "us-west-2", "instanceTypes": [{"type": "gpuCurrentGen", "sizes": sizes}]}]}}
+    (sources / "aws" / "aws-spot-feed-2026-08").mkdir()
+    (sources / "aws" / "aws-spot-feed-2026-08" / "spot.json").write_text(json.dumps(feed))
+    out = tmp_path / "data"
+    out.mkdir()
+    rebuild(sources, out)
+    west = rows_of(out / "aws.csv")[("us-west-2", "g5.xlarge")]
+    # the feed (2026-08-06) is newer than SkyPilot's zone price (2025-11): its spot price, the row's date
+    # the older of the two, the on-demand price's source named in the note
+    assert (west["spot_usd"], west["source"], west["as_of"]) == ("0.4101", "aws-spot-feed-2026-08", "2025-11")
+    assert "on-demand of skypilot-aws-v8 (2025-11); spot from aws-spot-feed-2026-08 (2026-08-06)" in west["note"]

@@ -46,9 +46,9 @@ TODAY = datetime.date(2026, 12, 1)
 
 
 def test_the_price_age_counts_from_the_rows_a_plan_uses():
-    # us-east-1 holds rows of three dates; a pool on a 2026-07-20 row is current, one on a 2025-11 row is not
-    fresh = spec_text([{"name": "viz", "kind": "training", "gpu": "RTX-PRO-6000", "gpus": 1, "replicas": 1}], ("aws",))
-    old = spec_text([{"name": "ml", "kind": "training", "gpu": "A10G", "gpus": 1, "replicas": 1}], ("aws",))
+    # the same type is current in us-east-1 (2026-07-20) and not in us-west-2 (SkyPilot's 2025-11 rows)
+    fresh = spec_text([{"name": "ml", "kind": "training", "gpu": "A10G", "gpus": 1, "replicas": 1}], ("aws",))
+    old = fresh.replace("us-east-1", "us-west-2")
     [new_target] = build_plan(load_text(fresh, "spec.yaml")).targets
     [old_target] = build_plan(load_text(old, "spec.yaml")).targets
     assert new_target.prices_as_of == "2026-07-20" and stale_message(new_target.prices_as_of, TODAY) is None

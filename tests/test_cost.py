@@ -1,7 +1,9 @@
 """The cost model as a FinOps analyst recomputes it: every rule with figures worked out by hand.
 
-AWS us-east-1 g4dn.xlarge (1 x T4, 4 vCPU, 16 GiB) is $0.526 on-demand and $0.20 spot per hour in the
-catalog, so a T4 replica that fits it is priced on it in the baseline and in the plan alike.
+AWS us-east-1 g4dn.xlarge (1 x T4, 4 vCPU, 16 GiB) is $0.526 on-demand per hour in the catalog, so a T4
+replica that fits it is priced on it in the baseline and in the plan alike. The spot tests pin its spot
+price at $0.20 (`PINNED`, the spec's pricing.instances): the catalog's spot prices move with each
+refresh, the arithmetic checked here does not.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from gpustack.plan.model import money
 from gpustack.spec import load_text
 
 OD, SPOT, MONTH = 0.526, 0.20, 730
+PINNED = {"instances": {"g4dn.xlarge": {"on_demand": OD, "spot": SPOT}}}
 
 
 def plan_of(workloads: list[dict], clouds: tuple[str, ...] = ("aws",), **top: object):
@@ -117,7 +120,7 @@ def test_a_bad_commitment_is_refused_with_its_place(commitments, message):
 # -- order-free attribution -----------------------------------------------------------------
 
 def test_a_part_time_spot_job_splits_its_saving_fairly_between_spot_and_its_hours():
-    target = plan_of([JOB]).targets[0]
+    target = plan_of([JOB], pricing=PINNED).targets[0]
     [pool] = target.pools
     assert (pool.capacity, pool.instance_type) == ("spot", "g4dn.xlarge")
     # baseline 730 h on-demand = $383.98; planned 100 h of spot = $20.00. Spot saves (0.526 - 0.20)/h
@@ -144,7 +147,7 @@ def test_the_baseline_replica_gets_an_instance_that_holds_its_cpu_so_sharing_is_
 
 def test_a_fallback_pool_is_free_in_the_estimate_and_carries_the_whole_job_at_the_high_end():
     tune = {**JOB, "kind": "fine-tuning"}
-    target = plan_of([tune]).targets[0]
+    target = plan_of([tune], pricing=PINNED).targets[0]
     fallback = next(p for p in target.pools if p.role == "fallback")
     assert fallback.monthly_cost_usd == 0 and fallback.instance_type == "g4dn.xlarge"
     # planned: 100 h of spot = $20.00. With no spot all month the fallback runs those 100 h at $0.526.
@@ -170,7 +173,8 @@ def test_a_burst_ranges_from_its_expected_share_to_its_peak_all_month():
 
 def test_spot_prices_say_what_they_are():
     [pool] = plan_of([JOB]).targets[0].pools
-    assert "lowest availability-zone spot price in the region" in pool.price.source and "2025-11" in pool.price.source
+    assert "the region's price on the EC2 Spot pricing page" in pool.price.source
+    assert "aws-spot-feed-2026-08" in pool.price.source and "2026-07-20" in pool.price.source
 
 
 def test_oci_vm_shapes_are_preemptible_at_half_the_on_demand_price():

@@ -90,16 +90,47 @@ def refresh(bundled: Catalog, out: Path, clouds: Sequence[str] = (), regions: Se
             today: datetime.date | None = None, network: dict[str, Pages] | None = None) -> Report:
     """Refresh the rows of `clouds` x `regions` (default: every cloud with a feed, the regions already
     catalogued) for `gpus` (default all), write them into `out` and say what changed."""
-    known = bundled
-    old_rows: tuple[InstanceType, ...] = ()
-    if out.exists():
-        known, problems = read_catalog_file(str(out), bundled)
-        if problems:
-            raise RefreshError(f"{out}: the catalog to refresh is invalid, fix or move it first:\n  "
-                               + "\n  ".join(map(str, problems)))
-        old_rows = tuple(r for r in known.instances if r.origin == str(out))
+    known, old_rows = _previous(bundled, out)
     chosen = _clouds(CLOUDS, clouds)
     models = _gpus(bundled, gpus)
+    _check_options(regions, input_path, as_of)
+    stamp = as_of or (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
+    fed = _Fed()
+    for cloud in chosen:
+        pages = _pages(cloud, input_path, network, only_cloud=len(chosen) == 1, notes=fed.notes)
+        if pages is not None:
+            fed.run(feed_of(cloud), pages, cloud.name, regions or _regions(known, cloud.name),
+                    _facts(known, cloud.name), models, stamp, out)
+
+    def in_scope(row: InstanceType) -> bool:
+        return (row.cloud, row.region) in fed.scope and (not models or row.gpu in models)
+
+    kept = [r for r in old_rows if not in_scope(r)]
+    new_rows = tuple(sorted(kept + fed.rows, key=lambda r: (r.cloud, r.region, r.name)))
+    baseline = old_rows if old_rows else bundled.instances
+    changes = compare([r for r in baseline if in_scope(r)], fed.rows, removed="removed" if old_rows else "unlisted")
+    text = write_rows(new_rows)
+    _, problems = read_rows(text, str(out), bundled.vocabulary(), origin=str(out))
+    if problems:  # a feed produced a row the catalog would refuse: a bug, but never write it
+        raise RefreshError("the refreshed rows do not pass the catalog's checks:\n  " + "\n  ".join(map(str, problems)))
+    write_atomically(out, text)
+    compared = f"the previous {out}" if old_rows else "the bundled catalog"
+    return Report(out, new_rows, tuple(changes), tuple(fed.notes), compared)
+
+
+def _previous(bundled: Catalog, out: Path) -> tuple[Catalog, tuple[InstanceType, ...]]:
+    """The catalog known before the refresh (the bundled one with `out`'s rows, when `out` exists) and
+    `out`'s own rows; an invalid `out` is refused rather than overwritten."""
+    if not out.exists():
+        return bundled, ()
+    known, problems = read_catalog_file(str(out), bundled)
+    if problems:
+        raise RefreshError(f"{out}: the catalog to refresh is invalid, fix or move it first:\n  "
+                           + "\n  ".join(map(str, problems)))
+    return known, tuple(r for r in known.instances if r.origin == str(out))
+
+
+def _check_options(regions: Sequence[str], input_path: Path | None, as_of: str | None) -> None:
     for region in regions:
         if not REGION.fullmatch(region):
             raise RefreshError(f"--region {region!r} is not a region name: lowercase letters, digits and '-'")
@@ -111,48 +142,43 @@ def refresh(bundled: Catalog, out: Path, clouds: Sequence[str] = (), regions: Se
                                "YYYY-MM-DD, the day they were recorded")
     if as_of is not None and not AS_OF.fullmatch(as_of):
         raise RefreshError(f"--as-of {as_of!r} is not a date: YYYY-MM-DD")
-    stamp = as_of or (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
 
-    fresh: list[InstanceType] = []
-    notes: list[str] = []
-    scope: set[tuple[str, str]] = set()
-    for cloud in chosen:
-        feed = feed_of(cloud)
-        assert feed is not None
-        pages: Pages | None
-        if input_path is not None:
-            pages = recorded_pages(input_path, cloud.name, only_cloud=len(chosen) == 1, first_stream=feed.STREAMS[0])
-            if pages is None:
-                notes.append(f"{cloud.name}: nothing recorded under {input_path} (expected {input_path / cloud.name}/)")
-                continue
-        else:
-            pages = (network or {}).get(cloud.name) or feed.network_pages()
-        facts = _facts(known, cloud.name)
-        for region in regions or _regions(known, cloud.name):
+
+def _pages(cloud: Any, input_path: Path | None, network: dict[str, Pages] | None, only_cloud: bool,
+           notes: list[str]) -> Pages | None:
+    """The cloud's price pages: recorded under `input_path` (None, with a note, when nothing is), or
+    the given or live network."""
+    feed = feed_of(cloud)
+    assert feed is not None
+    if input_path is None:
+        pages: Pages = (network or {}).get(cloud.name) or feed.network_pages()
+        return pages
+    recorded = recorded_pages(input_path, cloud.name, only_cloud=only_cloud, first_stream=feed.STREAMS[0])
+    if recorded is None:
+        notes.append(f"{cloud.name}: nothing recorded under {input_path} (expected {input_path / cloud.name}/)")
+    return recorded
+
+
+@dataclasses.dataclass
+class _Fed:
+    """What the feeds gave: the fresh rows, the notes, and the (cloud, region)s they replace."""
+
+    rows: list[InstanceType] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+    scope: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+
+    def run(self, feed: Any, pages: Pages, cloud: str, regions: Iterable[str], facts: dict[str, InstanceType],
+            models: set[str], stamp: str, out: Path) -> None:
+        for region in regions:
             result: FeedResult = feed.refresh(pages, region, facts)
             rows = [dataclasses.replace(r, as_of=stamp, origin=str(out)) for r in result.rows
                     if not models or r.gpu in models]
-            notes += [f"{cloud.name} {region}: {n}" for n in result.notes]
+            self.notes.extend(f"{cloud} {region}: {n}" for n in result.notes)
             if not rows:
-                notes.append(f"{cloud.name} {region}: no GPU instance prices found; its rows are left as they were")
+                self.notes.append(f"{cloud} {region}: no GPU instance prices found; its rows are left as they were")
                 continue
-            scope.add((cloud.name, region))
-            fresh += rows
-
-    def in_scope(row: InstanceType) -> bool:
-        return (row.cloud, row.region) in scope and (not models or row.gpu in models)
-
-    kept = [r for r in old_rows if not in_scope(r)]
-    new_rows = tuple(sorted(kept + fresh, key=lambda r: (r.cloud, r.region, r.name)))
-    baseline = old_rows if old_rows else bundled.instances
-    changes = compare([r for r in baseline if in_scope(r)], fresh, removed="removed" if old_rows else "unlisted")
-    text = write_rows(new_rows)
-    _, problems = read_rows(text, str(out), bundled.vocabulary(), origin=str(out))
-    if problems:  # a feed produced a row the catalog would refuse: a bug, but never write it
-        raise RefreshError("the refreshed rows do not pass the catalog's checks:\n  " + "\n  ".join(map(str, problems)))
-    write_atomically(out, text)
-    compared = f"the previous {out}" if old_rows else "the bundled catalog"
-    return Report(out, new_rows, tuple(changes), tuple(notes), compared)
+            self.scope.add((cloud, region))
+            self.rows.extend(rows)
 
 
 def compare(old: Iterable[InstanceType], new: Iterable[InstanceType], removed: str = "removed") -> list[Change]:

@@ -1,4 +1,4 @@
-"""AWS rows for `make catalog`, from three kinds of snapshot (each in the source's own format):
+"""AWS rows for `make catalog`, from four kinds of snapshot (each in the source's own format):
 
 - SkyPilot's AWS catalog (skypilot-org/skypilot-catalog `catalogs/v8/aws/vms.csv`: one row per instance
   type and availability zone, from the AWS Price List API and the EC2 spot price history). On-demand is
@@ -12,6 +12,11 @@
   `zz_generated.pricing_aws.go`, on-demand for us-east-1 only, and `zz_generated.pricing_aws_us_gov.go`,
   us-gov-east-1 and us-gov-west-1). Their types take their facts from the other snapshots or the
   bundled rows.
+- AWS's spot pricing feed (`spot.json`, the document behind aws.amazon.com/ec2/spot/pricing: per region
+  and instance type one Linux spot price; no on-demand price, no facts). Its price replaces an older
+  spot price of the row the rules below pick and goes with that row's on-demand price; the row is dated
+  by the older of the two and its note names the feed. A feed price at or above on-demand is not a
+  spot price and is left out, as are sizes the feed marks unavailable ("N/A*").
 
 Per region and type the newest source's row is taken, with one exception: a row without a spot price
 does not replace an older row that has one when the two on-demand prices are the same to the cent. The
@@ -27,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.refresh import MOVE_THRESHOLD, FeedResult
@@ -35,6 +40,9 @@ from gpustack.catalog.rows import InstanceType
 from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_tables, left_out, skypilot_rows
 
 VANTAGE_TABLE = "all_gpu_instances.js"
+SPOT_FEED = "spot.json"
+FEED_SPOT = "spot from "  # how a row's note names the feed its spot price comes from
+ON_DEMAND_OF = "on-demand of "  # ... and the source of its on-demand price
 # the commercial partition's table (us-east-1) and the GovCloud one (us-gov-east-1, us-gov-west-1)
 KARPENTER_TABLES = ("zz_generated.pricing_aws.go", "zz_generated.pricing_aws_us_gov.go")
 REGION_PROPER = re.compile(r"[a-z]{2}(-gov)?-[a-z]+-\d")  # us-east-1, not us-east-1-atl-2a or eu-west-3-wl1-cmn1
@@ -75,23 +83,27 @@ def rebuild(snapshots: Sequence[Snapshot], known: Sequence[InstanceType],
                             cloud="aws", region=region, name=name, gpu=fact.gpu, gpus=fact.gpus, vcpus=fact.vcpus,
                             memory_gib=fact.memory_gib, on_demand=price, spot=None, source=snap.key, note="",
                             as_of=snap.as_of))
-    given = {snap.key for snap in snapshots}
-    carried = [row for row in known if row.source not in given]
+    feeds = _spot_feeds(snapshots)
+    given = {snap.key for snap in snapshots} - {snap.key for _, snap in feeds.values()}
+    carried = [row for row in known if row.source not in given]  # a feed's rows got their on-demand elsewhere
     if not candidates:
         raise RefreshError("no GPU rows in the AWS snapshots")
-    picked, kept = _pick(carried + candidates)
-    if carried:
-        sources = sorted({row.source for row in carried})
+    picked, kept = _pick(carried + candidates, feeds)
+    feed_keys = {snap.key for _, snap in feeds.values()}
+    if any(row.source not in feed_keys for row in carried):
+        sources = sorted({row.source for row in carried} - feed_keys)
         notes.append(f"bundled rows of {', '.join(sources)} (no snapshot given) are candidates with the rest")
     return FeedResult(picked, tuple(notes + kept))
 
 
-def _pick(candidates: Sequence[InstanceType]) -> tuple[tuple[InstanceType, ...], list[str]]:
+def _pick(candidates: Sequence[InstanceType], feeds: Mapping[tuple[str, str], tuple[float, Snapshot]] | None = None
+          ) -> tuple[tuple[InstanceType, ...], list[str]]:
     """Per region and type, the row to keep (see the module's rule), and what was said about it."""
     grouped: dict[tuple[str, str], list[InstanceType]] = {}
     for row in candidates:
         grouped.setdefault((row.region, row.name), []).append(row)
-    rows, notes = [], []
+    rows: list[InstanceType] = []
+    notes: list[str] = []
     for (region, name), options in sorted(grouped.items()):
         options.sort(key=lambda r: (r.as_of, r.spot is not None), reverse=True)
         newest = options[0]
@@ -100,12 +112,73 @@ def _pick(candidates: Sequence[InstanceType]) -> tuple[tuple[InstanceType, ...],
             older = next((r for r in options if r.spot is not None and _same_cent(r.on_demand, newest.on_demand)), None)
             if older is not None and older.as_of != newest.as_of:
                 chosen = dataclasses.replace(older, note=_confirmed(older, newest))
+        feed = (feeds or {}).get((region, name))
+        if feed is not None:
+            chosen = _with_feed_spot(chosen, newest, *feed, notes)
         for other in options:
             if not _agree(other.on_demand, chosen.on_demand):
                 notes.append(f"{region} {name}: {other.source} {other.on_demand:g} vs {chosen.source} "
                              f"{chosen.on_demand:g} USD/h; kept {chosen.source}")
         rows.append(chosen)
     return tuple(rows), notes
+
+
+def _with_feed_spot(chosen: InstanceType, newest: InstanceType, spot: float, feed: Snapshot,
+                    notes: list[str]) -> InstanceType:
+    """`chosen` with the feed's spot price when the feed is newer than the row's date. The row takes the
+    newest on-demand price (`newest`, which `chosen` gives to the cent), the older date of the two prices
+    and the feed as its source; its note names where the on-demand price comes from."""
+    if feed.as_of <= chosen.as_of:
+        return chosen
+    if spot >= newest.on_demand:
+        notes.append(f"{newest.region} {newest.name}: {feed.key} spot {spot:g} is not below on-demand "
+                     f"{newest.on_demand:g} USD/h; left out")
+        return chosen
+    parts = [part for part in newest.note.split("; ") if part]
+    on_demand = next((part for part in parts if part.startswith(ON_DEMAND_OF)),
+                     f"{ON_DEMAND_OF}{newest.source} ({newest.as_of})")
+    kept = [part for part in parts if not part.startswith((ON_DEMAND_OF, FEED_SPOT, CONFIRMED))]
+    note = "; ".join([*kept, on_demand, f"{FEED_SPOT}{feed.key} ({feed.as_of})"])
+    return dataclasses.replace(newest, source=feed.key, spot=spot, as_of=min(newest.as_of, feed.as_of), note=note)
+
+
+def _spot_feeds(snapshots: Sequence[Snapshot]) -> dict[tuple[str, str], tuple[float, Snapshot]]:
+    """(region, type) -> the Linux spot price of the newest spot feed that lists it, with that feed."""
+    prices: dict[tuple[str, str], tuple[float, Snapshot]] = {}
+    for snap in sorted(snapshots, key=lambda s: s.as_of):
+        for path in snap.files(SPOT_FEED):
+            prices.update({key: (price, snap) for key, price in _spot_feed(snap.text(path), str(path)).items()})
+    return prices
+
+
+def _spot_feed(text: str, where: str) -> dict[tuple[str, str], float]:
+    """(region, type) -> Linux spot USD per hour of a spot pricing feed document (regions proper only;
+    "N/A*" and other non-numbers left out; a type listed twice must have one price)."""
+    try:
+        regions = json.loads(text)["config"]["regions"]
+        listed = [(str(r["region"]), str(size["size"]), column["prices"]["USD"])
+                  for r in regions for group in r["instanceTypes"] for size in group["sizes"]
+                  for column in size["valueColumns"] if column["name"] == "linux"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RefreshError(f"{where}: not a spot pricing feed (config.regions[].instanceTypes[].sizes[]."
+                           f"valueColumns[]): {exc!r}") from None
+    prices: dict[tuple[str, str], float] = {}
+    for region, name, usd in listed:
+        price = _number(usd)
+        if price is None or not REGION_PROPER.fullmatch(region):
+            continue
+        if prices.setdefault((region, name), price) != price:
+            raise RefreshError(f"{where}: {region} {name} is listed with two Linux prices "
+                               f"({prices[(region, name)]:g} and {price:g})")
+    return prices
+
+
+def _number(text: object) -> float | None:
+    try:
+        value = float(str(text))
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 CONFIRMED = "on-demand confirmed by "

@@ -132,28 +132,48 @@ def refresh(pages: Pages, region: str, facts: dict[str, InstanceType]) -> FeedRe
 
 
 def _machine_price(name: str, fact: InstanceType, skus: list[_Sku], usage: str) -> tuple[float | None, str]:
+    """The machine's price per hour for `usage` (host vCPUs and RAM, its GPUs, the Local SSD it bundles),
+    or None and the part no SKU prices."""
     series = SERIES.get(name.split("-")[0])
     if series is None:
         return None, "machine series"
     mine = [s for s in skus if s.usage == usage]
-    host = [s for s in mine if series.lower() in s.description.lower() and s.group != "GPU"]
-    core = _one(s for s in host if s.group == "CPU" or (s.group == "N1Standard" and "Core" in s.description))
-    ram = _one(s for s in host if s.group == "RAM" or (s.group == "N1Standard" and "Ram" in s.description))
-    family = "-".join(name.split("-")[:2])
-    fragments = GPU_BY_FAMILY.get(family) or GPU_BY_MODEL.get(fact.gpu) or ()
-    gpu = _one(s for s in mine if s.group == "GPU" and any(f in s.description for f in fragments))
+    core, ram = _host_skus(mine, series)
+    gpu = _gpu_sku(mine, name, fact.gpu)
     for part, sku in (("vCPU", core), ("RAM", ram), ("GPU", gpu)):
         if sku is None:
             return None, part
     assert core and ram and gpu
     price = core.price * fact.vcpus + ram.price * fact.memory_gib + gpu.price * fact.gpus
-    if name in LOCAL_SSD_GIB:
-        ssd = _one(s for s in mine if s.group == "LocalSSD" and "SSD backed Local Storage" in s.description)
-        if ssd is None:
-            return None, "Local SSD"
-        per_hour = ssd.price / HOURS_PER_MONTH if ssd.unit.endswith(".mo") else ssd.price
-        price += per_hour * LOCAL_SSD_GIB[name]
-    return price, ""
+    if name not in LOCAL_SSD_GIB:
+        return price, ""
+    ssd = _local_ssd_per_gib_hour(mine)
+    if ssd is None:
+        return None, "Local SSD"
+    return price + ssd * LOCAL_SSD_GIB[name], ""
+
+
+def _host_skus(skus: list[_Sku], series: str) -> tuple[_Sku | None, _Sku | None]:
+    """The series' vCPU and RAM SKUs (N1 lists both in one group, N1Standard, told apart by description)."""
+    host = [s for s in skus if series.lower() in s.description.lower() and s.group != "GPU"]
+    core = _one(s for s in host if s.group == "CPU" or (s.group == "N1Standard" and "Core" in s.description))
+    ram = _one(s for s in host if s.group == "RAM" or (s.group == "N1Standard" and "Ram" in s.description))
+    return core, ram
+
+
+def _gpu_sku(skus: list[_Sku], name: str, gpu_model: str) -> _Sku | None:
+    """The GPU SKU its family names (a2-ultragpu's A100 80GB, a3-megagpu's Mega H100), else its GPU model's."""
+    family = "-".join(name.split("-")[:2])
+    fragments = GPU_BY_FAMILY.get(family) or GPU_BY_MODEL.get(gpu_model) or ()
+    return _one(s for s in skus if s.group == "GPU" and any(f in s.description for f in fragments))
+
+
+def _local_ssd_per_gib_hour(skus: list[_Sku]) -> float | None:
+    """The Local SSD price per GiB-hour (the SKU may be per GiB-month)."""
+    ssd = _one(s for s in skus if s.group == "LocalSSD" and "SSD backed Local Storage" in s.description)
+    if ssd is None:
+        return None
+    return ssd.price / HOURS_PER_MONTH if ssd.unit.endswith(".mo") else ssd.price
 
 
 def _one(candidates: Any) -> _Sku | None:
