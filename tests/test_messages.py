@@ -132,11 +132,11 @@ def test_the_price_age_warning_is_one_line_naming_every_old_target_with_its_age(
 
     monkeypatch.delenv("RUNNER_TEMP", raising=False)
     monkeypatch.delenv("GPUSTACK_WARN_ONCE_DIR", raising=False)
-    plan = build_plan(load_spec(EXAMPLE))  # aws-prod 2025-11, azure-prod 2026-06-18, gcp-prod from 2025-09, oci 2025-10
+    plan = build_plan(load_spec(EXAMPLE))  # aws-prod 2026-07-20, azure-prod 2026-06-18, gcp-prod from 2025-09, oci 2025-10
     plan = dataclasses.replace(plan, warnings=())
     print_warnings(plan, today=datetime.date(2026, 12, 1))
     assert capsys.readouterr().err == (
-        "warning: prices more than 180 days old: aws-prod 395 days (as of 2025-11), gcp-prod 456 days (as of 2025-09 "
+        "warning: prices more than 180 days old: gcp-prod 456 days (as of 2025-09 "
         "to 2026-07-30), oci-prod 426 days (as of 2025-10); run gpustack catalog refresh, or give current or "
         "negotiated prices with --catalog FILE\n")
     print_warnings(plan, today=datetime.date(2026, 2, 1))  # the oldest, 2025-09, is 153 days old: quiet
