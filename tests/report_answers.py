@@ -35,12 +35,26 @@ class NamedAnswers(Source):
 
     def range_query(self, name: str, query: str, start: int, end: int, step: int) -> Matrix:
         self.promql[query] = name
+        if name.endswith("-changes") and name not in self.answers:
+            return changes(self.answers.get(name.removesuffix("-changes"), []), start, end, step)
         out = []
         for item in self.answers.get(name, []):
             values = [v for v in item["values"] if start <= v[0] <= end]
             if values:
                 out.append({"metric": item["metric"], "values": values})
         return out
+
+
+def changes(per_step: list[Series], start: int, end: int, step: int) -> Matrix:
+    """What `queries.changes` of a per-step query answers, from that query's per-step series: 1 where a series
+    has a value and had none a step before, -1 where it has none and had one."""
+    out = []
+    for item in per_step:
+        at = {int(t) for t, _ in item["values"]}
+        values = [[t, "1" if t in at else "-1"] for t in range(start, end + 1, step) if (t in at) != (t - step in at)]
+        if values:
+            out.append({"metric": item["metric"], "values": values})
+    return out
 
 
 @contextmanager

@@ -33,7 +33,27 @@ def test_spans_are_runs_across_chunks_and_a_missed_scrape_breaks_one() -> None:
                                            dict.fromkeys(steps, 1), 0, 60)]})
     runs = fetch.spans(source, queries.pod_running("60s", {"default": ["chat"]}), WINDOW, ("pod",))
     assert runs == {("chat-a",): [(1_400, 1_550), (1_551, 1_600)]}
-    assert len(source.asked) == 3
+    # The first step alone, then each chunk's starts and stops.
+    assert [(s, e) for _, s, e in source.asked] == [(60, 60), (60, 86_400), (86_460, 172_800), (172_860, 180_000)]
+
+
+def test_spans_from_starts_and_stops_carry_a_series_from_before_the_window() -> None:
+    # Present from before the window to step 99, again 200..299 and from 2,900 to the end: the answers are
+    # the first step and four changes, not a point per step.
+    steps = [*range(0, 100), *range(200, 300), *range(2_900, 3_000)]
+    source = Asked({"pod-labels": [series({"namespace": "ns", "pod": "p", "uid": "u", queries.WORKLOAD: "a"},
+                                          dict.fromkeys(steps, 1), 0, 60)]})
+    runs = fetch.spans(source, queries.pod_labels("60s", {"ns": ["a"]}), WINDOW, ("pod",))
+    assert runs == {("p",): [(0, 100), (200, 300), (2_900, 3_000)]}
+    answered = [fetch_changes(source, q, s, e) for q, s, e in source.asked[1:]]
+    # Starts at 200 and 2,900 and stops at 100 and 300; and one at the first step, where this fake knows nothing
+    # before the window (the report reads that step from the first query instead). Nothing at the end.
+    assert sum(answered) == 5
+
+
+def fetch_changes(source: Asked, query: str, start: int, end: int) -> int:
+    name = source.promql[query]
+    return sum(len(s["values"]) for s in source.range_query(name, query, start, end, 60))
 
 
 def test_value_counts_add_up_the_chunks_each_a_subquery_of_its_own_length() -> None:

@@ -11,7 +11,7 @@ import array
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-from gpustack.report import join
+from gpustack.report import join, queries
 from gpustack.report.client import ReportError, Source
 from gpustack.report.join import Identity, Key
 from gpustack.report.queries import Query
@@ -51,12 +51,27 @@ def _chunk_steps(source: Source, asked: Query, window: Window, first: int, last:
 
 def spans(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> dict[Key, join.Runs]:
     """Per `by` labels, the runs of steps in which the query's series have a value (series with equal keys
-    merged), folded chunk by chunk as the answers arrive: memory grows with the runs, not the points."""
-    found: dict[Key, list[join.Run]] = {}
+    merged): the series present in the first step, then where each starts and stops (`queries.changes`),
+    chunk by chunk. The answers are a point per start and stop, not per step, so what the server sends and
+    the report holds grows with the runs."""
+    events: dict[Identity, list[tuple[int, int]]] = {}  # (step, 1 start | -1 stop), in the order asked
+    for labels, _ in _chunk_steps(source, query, window, 0, min(1, window.steps)):
+        events.setdefault(_identity(labels), []).append((0, 1))
+    changed = queries.changes(query)
     for first, last in window.chunks(CHUNK_STEPS):
-        for labels, steps in _chunk_steps(source, query, window, first, last):
-            found.setdefault(_key(labels, by), []).extend(join.runs_of(steps))
-    return {key: join.merge(runs) for key, runs in found.items()}
+        start, end = window.step_end(first), window.step_end(last - 1)
+        for series in source.range_query(changed.name, changed.promql, start, end, window.step):
+            found = events.setdefault(_identity(series["metric"]), [])
+            for moment, text in series["values"]:
+                index = _index(moment, window, first, last, changed)
+                if text not in ("1", "-1"):
+                    raise ReportError(f"query {changed.name}: a sample {text[:30]!r} is neither 1 nor -1")
+                if index > 0:  # the first step's series are the ones asked for above
+                    found.append((index, int(text)))
+    found_runs: dict[Key, list[join.Run]] = {}
+    for identity, changes in events.items():
+        found_runs.setdefault(_key(dict(identity), by), []).extend(join.runs_between(sorted(changes), window.steps))
+    return {key: join.merge(runs) for key, runs in found_runs.items()}
 
 
 def steps_of(source: Source, query: Query, window: Window) -> dict[Identity, array.array[int]]:

@@ -42,6 +42,22 @@ def runs_of(steps: Iterable[int]) -> Runs:
     return out
 
 
+def runs_between(changes: Iterable[tuple[int, int]], steps: int) -> Runs:
+    """The runs of one series from its ascending (step, 1) starts and (step, -1) stops: a stop ends the run
+    begun before it, a run still going at the end lasts to `steps`."""
+    out: Runs = []
+    begun: int | None = None
+    for step, change in changes:
+        if change > 0 and begun is None:
+            begun = step
+        elif change < 0 and begun is not None:
+            out.append((begun, step))
+            begun = None
+    if begun is not None:
+        out.append((begun, steps))
+    return out
+
+
 def intersect(left: Sequence[Run], right: Sequence[Run]) -> Runs:
     """The steps in both (each side sorted and disjoint)."""
     out: Runs = []

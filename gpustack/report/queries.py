@@ -40,6 +40,7 @@ class Query:
     name: str  # stable, part of the recorded file's name
     promql: str
     source: str  # the exporter, for docs and findings
+    earlier: str = ""  # a per-step expression's PromQL one step earlier (`changes`), empty for the others
 
 
 def _alternatives(names: Iterable[str]) -> str:
@@ -49,6 +50,11 @@ def _alternatives(names: Iterable[str]) -> str:
         if not _NAME.fullmatch(name):
             raise ValueError(f"not a DNS name: {name!r}")
     return "|".join(n.replace(".", "\\\\.") for n in checked)
+
+
+def _over(step: str, earlier: bool) -> str:
+    """A range of one step, ending at the step's end or (`earlier`) at the step before's."""
+    return f"[{step}] offset {step}" if earlier else f"[{step}]"
 
 
 def workload_pods(step: str, by_namespace: Mapping[str, Iterable[str]], keep: str = "namespace, pod, uid") -> str:
@@ -68,27 +74,29 @@ def _only(label: str, values: Iterable[str]) -> str:
 
 
 # Per-step expressions: a value in each step in which a series is present (one-step ranges, no lookback).
-def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> str:
+def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = (),
+             earlier: bool = False) -> str:
     """The workloads' kube_pod_labels series in the step, one selector per namespace (`pods`: only these)."""
     only = _only("pod", pods)
     parts = [f'kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"{only}}}'
              for ns, names in sorted(by_namespace.items())]
-    return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
+    return " or ".join(f"max_over_time({p}{_over(step, earlier)})" for p in parts)
 
 
-def running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
+def running(step: str, by_namespace: Mapping[str, Iterable[str]], earlier: bool = False) -> str:
     """The pods of the namespaces whose phase is Running in the step."""
-    return f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}[{step}]) == 1)'
+    return (f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}'
+            f'{_over(step, earlier)}) == 1)')
 
 
-def placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
+def placed(step: str, by_namespace: Mapping[str, Iterable[str]], earlier: bool = False) -> str:
     """The pods of the namespaces and the node each is placed on in the step."""
-    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}[{step}])'
+    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}{_over(step, earlier)})'
 
 
-def labelled_nodes(step: str, pools: Iterable[str]) -> str:
+def labelled_nodes(step: str, pools: Iterable[str], earlier: bool = False) -> str:
     """The nodes labelled with the pools in the step."""
-    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}])'
+    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}{_over(step, earlier)})'
 
 
 KSM_LABELS = "kube-state-metrics kube_pod_labels"
@@ -97,24 +105,36 @@ KSM_INFO = "kube-state-metrics kube_pod_info"
 KSM_NODE_LABELS = "kube-state-metrics kube_node_labels"
 
 
-# The pods and nodes, each series at every step and nothing else: one selector per query, no join on the
-# server (Prometheus would evaluate a join at every step, for every series). The report folds each answer
-# into runs of steps and joins the runs itself (gpustack/report/join.py): which pods of which workload ran,
-# on which nodes of which pool.
+# The pods and nodes: one selector per query, no join on the server (Prometheus would evaluate a join at
+# every step, for every series). The report asks where each series starts and stops (`changes`), folds the
+# answers into runs of steps and joins the runs itself (gpustack/report/join.py): which pods of which
+# workload ran, on which nodes of which pool.
 def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pod-labels", labelled(step, by_namespace), KSM_LABELS)
+    return Query("pod-labels", labelled(step, by_namespace), KSM_LABELS, labelled(step, by_namespace, earlier=True))
 
 
 def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pod-running", running(step, by_namespace), KSM_PHASE)
+    return Query("pod-running", running(step, by_namespace), KSM_PHASE, running(step, by_namespace, earlier=True))
 
 
 def pod_placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pod-placed", placed(step, by_namespace), KSM_INFO)
+    return Query("pod-placed", placed(step, by_namespace), KSM_INFO, placed(step, by_namespace, earlier=True))
 
 
 def pool_nodes(step: str, pools: Iterable[str]) -> Query:
-    return Query("pool-nodes", labelled_nodes(step, pools), KSM_NODE_LABELS)
+    return Query("pool-nodes", labelled_nodes(step, pools), KSM_NODE_LABELS, labelled_nodes(step, pools, earlier=True))
+
+
+def changes(query: Query) -> Query:
+    """Where the series of a per-step query start and stop: 1 in a step where a series has a value and had none
+    in the step before, -1 in a step where it has none and had one. `count without ()` makes the value 1
+    whatever the series held, with its labels kept. A series lasting the whole window is one point or none
+    (the report asks for the first step separately), where the per-step answer is a point per step."""
+    if not query.earlier:
+        raise ValueError(f"query {query.name} has no earlier form")
+    now, before = f"({query.promql})", f"({query.earlier})"
+    return Query(f"{query.name}-changes", f"count without () ({now} unless {before}) or "
+                 f"-1 * count without () ({before} unless {now})", query.source)
 
 
 def dcgm_utilisation(step: str, namespaces: str) -> str:
