@@ -40,7 +40,7 @@ def test_spans_are_runs_across_chunks_and_a_missed_scrape_breaks_one() -> None:
 def test_spans_from_starts_and_stops_carry_a_series_from_before_the_window() -> None:
     # Present from before the window to step 99, again 200..299 and from 2,900 to the end: the answers are
     # the first step and four changes, not a point per step.
-    steps = [*range(0, 100), *range(200, 300), *range(2_900, 3_000)]
+    steps = [*range(100), *range(200, 300), *range(2_900, 3_000)]
     source = Asked({"pod-labels": [series({"namespace": "ns", "pod": "p", "uid": "u", queries.WORKLOAD: "a"},
                                           dict.fromkeys(steps, 1), 0, 60)]})
     runs = fetch.spans(source, queries.pod_labels("60s", {"ns": ["a"]}), WINDOW, ("pod",))
