@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -35,8 +36,8 @@ class NamedAnswers(Source):
 
     def range_query(self, name: str, query: str, start: int, end: int, step: int) -> Matrix:
         self.promql[query] = name
-        if name.endswith("-changes") and name not in self.answers:
-            return changes(self.answers.get(name.removesuffix("-changes"), []), start, end, step)
+        if name.endswith("-steps") and name not in self.answers:
+            return steps_present(self.answers.get(name.removesuffix("-steps"), []), query, end)
         out = []
         for item in self.answers.get(name, []):
             values = [v for v in item["values"] if start <= v[0] <= end]
@@ -45,15 +46,17 @@ class NamedAnswers(Source):
         return out
 
 
-def changes(per_step: list[Series], start: int, end: int, step: int) -> Matrix:
-    """What `queries.changes` of a per-step query answers, from that query's per-step series: 1 where a series
-    has a value and had none a step before, -1 where it has none and had one."""
+def steps_present(per_step: list[Series], query: str, at: int) -> Matrix:
+    """What `queries.steps_present` of a per-step query answers at `at`, from that query's per-step series: per
+    series, its points in the subquery's range (read from the query) ending at `at`."""
+    match = re.search(r"\[([0-9]+)s:[0-9]+s\]\)$", query)
+    assert match, query
+    first = at - int(match.group(1))
     out = []
     for item in per_step:
-        at = {int(t) for t, _ in item["values"]}
-        values = [[t, "1" if t in at else "-1"] for t in range(start, end + 1, step) if (t in at) != (t - step in at)]
-        if values:
-            out.append({"metric": item["metric"], "values": values})
+        held = sum(first <= t <= at for t, _ in item["values"])
+        if held:
+            out.append({"metric": item["metric"], "values": [[at, str(held)]]})
     return out
 
 

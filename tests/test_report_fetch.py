@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from report_answers import NamedAnswers, series
 
 from gpustack.report import fetch, join, queries
@@ -31,29 +33,24 @@ def test_spans_are_runs_across_chunks_and_a_missed_scrape_breaks_one() -> None:
     steps = [s for s in range(1_400, 1_600) if s != 1_550]  # across the first day boundary, one scrape missed
     source = Asked({"pod-running": [series({"namespace": "default", "pod": "chat-a", "uid": "u"},
                                            dict.fromkeys(steps, 1), 0, 60)]})
-    runs = fetch.spans(source, queries.pod_running("60s", {"default": ["chat"]}), WINDOW, ("pod",))
+    ask = functools.partial(queries.pod_running, "60s", {"default": ["chat"]})
+    runs = fetch.spans(source, ask, "pod", WINDOW, ("pod",))
     assert runs == {("chat-a",): [(1_400, 1_550), (1_551, 1_600)]}
-    # The first step alone, then each chunk's starts and stops.
-    assert [(s, e) for _, s, e in source.asked] == [(60, 60), (60, 86_400), (86_460, 172_800), (172_860, 180_000)]
+    # Per chunk, the steps each series holds; then, in the two chunks where it came or went, its steps by name.
+    assert [(s, e) for _, s, e in source.asked] == [(86_400, 86_400), (60, 86_400), (172_800, 172_800),
+                                                    (86_460, 172_800), (180_000, 180_000)]
+    assert sum('pod=~"chat-a"' in q for q, _, _ in source.asked) == 2
 
 
-def test_spans_from_starts_and_stops_carry_a_series_from_before_the_window() -> None:
-    # Present from before the window to step 99, again 200..299 and from 2,900 to the end: the answers are
-    # the first step and four changes, not a point per step.
-    steps = [*range(100), *range(200, 300), *range(2_900, 3_000)]
-    source = Asked({"pod-labels": [series({"namespace": "ns", "pod": "p", "uid": "u", queries.WORKLOAD: "a"},
-                                          dict.fromkeys(steps, 1), 0, 60)]})
-    runs = fetch.spans(source, queries.pod_labels("60s", {"ns": ["a"]}), WINDOW, ("pod",))
-    assert runs == {("p",): [(0, 100), (200, 300), (2_900, 3_000)]}
-    answered = [fetch_changes(source, q, s, e) for q, s, e in source.asked[1:]]
-    # Starts at 200 and 2,900 and stops at 100 and 300; and one at the first step, where this fake knows nothing
-    # before the window (the report reads that step from the first query instead). Nothing at the end.
-    assert sum(answered) == 5
-
-
-def fetch_changes(source: Asked, query: str, start: int, end: int) -> int:
-    name = source.promql[query]
-    return sum(len(s["values"]) for s in source.range_query(name, query, start, end, 60))
+def test_a_series_present_all_chunk_long_is_one_run_without_its_steps() -> None:
+    always = {"namespace": "ns", "pod": "p", "uid": "u", queries.WORKLOAD: "a"}
+    later = {"namespace": "ns", "pod": "q", "uid": "v", queries.WORKLOAD: "a"}
+    source = Asked({"pod-labels": [series(always, dict.fromkeys(range(3_000), 1), 0, 60),
+                                   series(later, dict.fromkeys(range(2_900, 3_000), 1), 0, 60)]})
+    runs = fetch.spans(source, functools.partial(queries.pod_labels, "60s", {"ns": ["a"]}), "pod", WINDOW, ("pod",))
+    assert runs == {("p",): [(0, 3_000)], ("q",): [(2_900, 3_000)]}
+    per_step = [q for q, _, _ in source.asked if not q.startswith("count_over_time")]
+    assert len(per_step) == 1 and 'pod=~"q"' in per_step[0]  # only the last chunk, only the pod that came
 
 
 def test_value_counts_add_up_the_chunks_each_a_subquery_of_its_own_length() -> None:

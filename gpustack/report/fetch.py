@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import array
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from gpustack.report import join, queries
 from gpustack.report.client import ReportError, Source
@@ -49,29 +49,33 @@ def _chunk_steps(source: Source, asked: Query, window: Window, first: int, last:
         yield series["metric"], sorted(_index(moment, window, first, last, asked) for moment, _ in series["values"])
 
 
-def spans(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> dict[Key, join.Runs]:
-    """Per `by` labels, the runs of steps in which the query's series have a value (series with equal keys
-    merged): the series present in the first step, then where each starts and stops (`queries.changes`),
-    chunk by chunk. The answers are a point per start and stop, not per step, so what the server sends and
-    the report holds grows with the runs."""
-    events: dict[Identity, list[tuple[int, int]]] = {}  # (step, 1 start | -1 stop), in the order asked
-    for labels, _ in _chunk_steps(source, query, window, 0, min(1, window.steps)):
-        events.setdefault(_identity(labels), []).append((0, 1))
-    changed = queries.changes(query)
+def spans(source: Source, ask: Callable[[Sequence[str]], Query], named_by: str, window: Window,
+          by: tuple[str, ...]) -> dict[Key, join.Runs]:
+    """Per `by` labels, the runs of steps in which the series of the per-step query `ask(())` have a value
+    (series with equal keys merged), chunk by chunk: first how many of the chunk's steps each series holds
+    (`queries.steps_present`); one present in all is a run of the whole chunk, and the others are asked for at
+    every step by their `named_by` label (`ask(names)`). Answers and memory grow with the series and the runs
+    of the pods and nodes that came or went, not with every step of every series."""
+    found: dict[Key, list[join.Run]] = {}
+    step = f"{window.step}s"
     for first, last in window.chunks(CHUNK_STEPS):
-        start, end = window.step_end(first), window.step_end(last - 1)
-        for series in source.range_query(changed.name, changed.promql, start, end, window.step):
-            found = events.setdefault(_identity(series["metric"]), [])
-            for moment, text in series["values"]:
-                index = _index(moment, window, first, last, changed)
-                if text not in ("1", "-1"):
-                    raise ReportError(f"query {changed.name}: a sample {text[:30]!r} is neither 1 nor -1")
-                if index > 0:  # the first step's series are the ones asked for above
-                    found.append((index, int(text)))
-    found_runs: dict[Key, list[join.Run]] = {}
-    for identity, changes in events.items():
-        found_runs.setdefault(_key(dict(identity), by), []).extend(join.runs_between(sorted(changes), window.steps))
-    return {key: join.merge(runs) for key, runs in found_runs.items()}
+        counted = queries.steps_present(ask(()), step, f"{(last - first) * window.step - window.step // 2}s")
+        partly: set[str] = set()
+        for series in source.range_query(counted.name, counted.promql, window.step_end(last - 1),
+                                         window.step_end(last - 1), window.step):
+            held = sum(int(_number(text, counted)) for _, text in series["values"])
+            if held == last - first:
+                found.setdefault(_key(series["metric"], by), []).append((first, last))
+            elif held:
+                partly.add(str(series["metric"].get(named_by, "")))
+        if partly:
+            try:
+                detail = ask(sorted(partly))
+            except ValueError as exc:  # a name from the answer that is no Kubernetes name: never put into a query
+                raise ReportError(f"query {counted.name}: {named_by} {exc}") from None
+            for labels, steps in _chunk_steps(source, detail, window, first, last):
+                found.setdefault(_key(labels, by), []).extend(join.runs_of(steps))
+    return {key: join.merge(runs) for key, runs in found.items()}
 
 
 def steps_of(source: Source, query: Query, window: Window) -> dict[Identity, array.array[int]]:
@@ -112,6 +116,15 @@ def value_counts(source: Source, query_over: Callable[[str], Query], window: Win
         for key, counts in (chunk_keys(first, last, chunk) if chunk_keys else chunk).items():
             out.setdefault(key, Counter()).update(counts)
     return out
+
+
+def chunk_samples(source: Source, query: Query, window: Window, first: int, last: int
+                  ) -> Iterator[tuple[dict[str, str], int, float]]:
+    """(labels, step, value) of every point of one chunk's answer, series after series."""
+    start, end = window.step_end(first), window.step_end(last - 1)
+    for series in source.range_query(query.name, query.promql, start, end, window.step):
+        for moment, text in series["values"]:
+            yield series["metric"], _index(moment, window, first, last, query), _number(text, query)
 
 
 def chunk_value_counts(source: Source, query: Query, at: int, step: int, by: tuple[str, ...], label: str

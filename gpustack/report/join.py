@@ -42,22 +42,6 @@ def runs_of(steps: Iterable[int]) -> Runs:
     return out
 
 
-def runs_between(changes: Iterable[tuple[int, int]], steps: int) -> Runs:
-    """The runs of one series from its ascending (step, 1) starts and (step, -1) stops: a stop ends the run
-    begun before it, a run still going at the end lasts to `steps`."""
-    out: Runs = []
-    begun: int | None = None
-    for step, change in changes:
-        if change > 0 and begun is None:
-            begun = step
-        elif change < 0 and begun is not None:
-            out.append((begun, step))
-            begun = None
-    if begun is not None:
-        out.append((begun, steps))
-    return out
-
-
 def intersect(left: Sequence[Run], right: Sequence[Run]) -> Runs:
     """The steps in both (each side sorted and disjoint)."""
     out: Runs = []
@@ -116,6 +100,10 @@ class Pods:
     def named_in(self, name: Key, first: int, last: int) -> bool:
         """Whether a pod of this name is labelled with a workload in some step first..last - 1."""
         return any(intersect(runs, [(first, last)]) for runs in self._workloads_by_name.get(name, {}).values())
+
+    def workloads_at(self, name: Key, step: int) -> list[str]:
+        """The workloads a pod of this (namespace, pod) name is labelled with in the step."""
+        return sorted(w for w, runs in self._workloads_by_name.get(name, {}).items() if contains(runs, step))
 
     def workloads(self) -> set[Key]:
         """(namespace, workload) of every workload with a labelled pod."""

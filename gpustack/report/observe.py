@@ -117,13 +117,14 @@ def _ask(plan: TargetPlan, source: Source, window: Window, workloads: list[Workl
     pod = ("namespace", "pod", "uid")
     pool_names = [p.name for p in plan.pools]
     with concurrent.futures.ThreadPoolExecutor(QUERY_CONCURRENCY) as pool:
-        labels_f = pool.submit(fetch.spans, source, queries.pod_labels(step, by_namespace), window,
-                               (*pod, queries.WORKLOAD))
-        running_f = pool.submit(fetch.spans, source, queries.pod_running(step, by_namespace), window, pod)
-        nodes_f = pool.submit(fetch.spans, source, queries.pool_nodes(step, pool_names), window,
-                              ("node", queries.POOL)) if pool_names else None
-        placed_f = pool.submit(fetch.spans, source, queries.pod_placed(step, by_namespace), window,
-                               (*pod, "node")) if any(p.reserved_nodes > 0 for p in plan.pools) else None
+        labels_f = pool.submit(fetch.spans, source, functools.partial(queries.pod_labels, step, by_namespace), "pod",
+                               window, (*pod, queries.WORKLOAD))
+        running_f = pool.submit(fetch.spans, source, functools.partial(queries.pod_running, step, by_namespace), "pod",
+                                window, pod)
+        nodes_f = pool.submit(fetch.spans, source, functools.partial(queries.pool_nodes, step, pool_names), "node",
+                              window, ("node", queries.POOL)) if pool_names else None
+        placed_f = pool.submit(fetch.spans, source, functools.partial(queries.pod_placed, step, by_namespace), "pod",
+                               window, (*pod, "node")) if any(p.reserved_nodes > 0 for p in plan.pools) else None
         named = functools.cache(lambda: join.Pods(labels_f.result(), {}))  # for memory, in its worker threads
         present_f, memory_f, idle_f = _ask_gpus(pool, plan, source, window, workloads, named)
         try:
@@ -170,7 +171,8 @@ def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, lis
                    counts: dict[join.Key, Counter[float]]) -> dict[join.Key, Counter[float]]:
     """One chunk's memory counts per (namespace, pod), as counts per (namespace, workload): a pod labelled with
     one workload in every step of the chunk is that workload's; the pods labelled in only part of it are
-    asked again with the per-step join, so every sample goes where its step's labels say."""
+    asked again for their samples at every step, each given to the workload the pod is labelled with in its
+    step, so every sample goes where its step's labels say."""
     pods = named()
     out: dict[join.Key, Counter[float]] = {}
     partly: set[str] = set()
@@ -182,14 +184,13 @@ def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, lis
             partly.add(pod)
     if partly:
         try:
-            query = queries.memory_values_joined(via, f"{window.step}s",
-                                                 f"{(last - first) * window.step - window.step // 2}s", mine, sorted(partly))
+            query = queries.memory_samples(via, f"{window.step}s", mine, sorted(partly))
         except ValueError as exc:  # a pod name from the answer that is no Kubernetes name: never put into a query
             raise ReportError(f"query memory-{via}: pod {exc}") from None
-        joined = fetch.chunk_value_counts(source, query, window.step_end(last - 1), window.step,
-                                          ("namespace", queries.WORKLOAD), "mib")
-        for key, counted in joined.items():
-            out.setdefault(key, Counter()).update(counted)
+        for labels, step, value in fetch.chunk_samples(source, query, window, first, last):
+            name = (labels.get("namespace", ""), labels.get("pod", ""))
+            for owner in pods.workloads_at(name, step):
+                out.setdefault((name[0], owner), Counter())[value] += 1
     return out
 
 

@@ -40,7 +40,6 @@ class Query:
     name: str  # stable, part of the recorded file's name
     promql: str
     source: str  # the exporter, for docs and findings
-    earlier: str = ""  # a per-step expression's PromQL one step earlier (`changes`), empty for the others
 
 
 def _alternatives(names: Iterable[str]) -> str:
@@ -50,11 +49,6 @@ def _alternatives(names: Iterable[str]) -> str:
         if not _NAME.fullmatch(name):
             raise ValueError(f"not a DNS name: {name!r}")
     return "|".join(n.replace(".", "\\\\.") for n in checked)
-
-
-def _over(step: str, earlier: bool) -> str:
-    """A range of one step, ending at the step's end or (`earlier`) at the step before's."""
-    return f"[{step}] offset {step}" if earlier else f"[{step}]"
 
 
 def workload_pods(step: str, by_namespace: Mapping[str, Iterable[str]], keep: str = "namespace, pod, uid") -> str:
@@ -74,29 +68,28 @@ def _only(label: str, values: Iterable[str]) -> str:
 
 
 # Per-step expressions: a value in each step in which a series is present (one-step ranges, no lookback).
-def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = (),
-             earlier: bool = False) -> str:
+def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> str:
     """The workloads' kube_pod_labels series in the step, one selector per namespace (`pods`: only these)."""
     only = _only("pod", pods)
     parts = [f'kube_pod_labels{{namespace="{ns}", {WORKLOAD}=~"{_alternatives(names)}"{only}}}'
              for ns, names in sorted(by_namespace.items())]
-    return " or ".join(f"max_over_time({p}{_over(step, earlier)})" for p in parts)
+    return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
 
 
-def running(step: str, by_namespace: Mapping[str, Iterable[str]], earlier: bool = False) -> str:
-    """The pods of the namespaces whose phase is Running in the step."""
-    return (f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}'
-            f'{_over(step, earlier)}) == 1)')
+def running(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> str:
+    """The pods of the namespaces whose phase is Running in the step (`pods`: only these)."""
+    return (f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}{_only("pod", pods)}}}'
+            f'[{step}]) == 1)')
 
 
-def placed(step: str, by_namespace: Mapping[str, Iterable[str]], earlier: bool = False) -> str:
-    """The pods of the namespaces and the node each is placed on in the step."""
-    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}{_over(step, earlier)})'
+def placed(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> str:
+    """The pods of the namespaces and the node each is placed on in the step (`pods`: only these)."""
+    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}{_only("pod", pods)}}}[{step}])'
 
 
-def labelled_nodes(step: str, pools: Iterable[str], earlier: bool = False) -> str:
-    """The nodes labelled with the pools in the step."""
-    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}{_over(step, earlier)})'
+def labelled_nodes(step: str, pools: Iterable[str], nodes: Iterable[str] = ()) -> str:
+    """The nodes labelled with the pools in the step (`nodes`: only these)."""
+    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"{_only("node", nodes)}}}[{step}])'
 
 
 KSM_LABELS = "kube-state-metrics kube_pod_labels"
@@ -106,35 +99,32 @@ KSM_NODE_LABELS = "kube-state-metrics kube_node_labels"
 
 
 # The pods and nodes: one selector per query, no join on the server (Prometheus would evaluate a join at
-# every step, for every series). The report asks where each series starts and stops (`changes`), folds the
-# answers into runs of steps and joins the runs itself (gpustack/report/join.py): which pods of which
-# workload ran, on which nodes of which pool.
-def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pod-labels", labelled(step, by_namespace), KSM_LABELS, labelled(step, by_namespace, earlier=True))
+# every step, for every series). Per chunk the report first asks in how many of its steps each series has a
+# value (`steps_present`, one point per series); a series present in every step is one run, and only the
+# others (pods created or deleted in the chunk, nodes scaled in or out) are asked for at every step, by name
+# (`pods` / `nodes`). The report folds the answers into runs of steps and joins the runs itself
+# (gpustack/report/join.py): which pods of which workload ran, on which nodes of which pool.
+def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
+    return Query("pod-labels", labelled(step, by_namespace, pods), KSM_LABELS)
 
 
-def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pod-running", running(step, by_namespace), KSM_PHASE, running(step, by_namespace, earlier=True))
+def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
+    return Query("pod-running", running(step, by_namespace, pods), KSM_PHASE)
 
 
-def pod_placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pod-placed", placed(step, by_namespace), KSM_INFO, placed(step, by_namespace, earlier=True))
+def pod_placed(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
+    return Query("pod-placed", placed(step, by_namespace, pods), KSM_INFO)
 
 
-def pool_nodes(step: str, pools: Iterable[str]) -> Query:
-    return Query("pool-nodes", labelled_nodes(step, pools), KSM_NODE_LABELS, labelled_nodes(step, pools, earlier=True))
+def pool_nodes(step: str, pools: Iterable[str], nodes: Iterable[str] = ()) -> Query:
+    return Query("pool-nodes", labelled_nodes(step, pools, nodes), KSM_NODE_LABELS)
 
 
-def changes(query: Query) -> Query:
-    """Where the series of a per-step query start and stop: 1 in a step where a series has a value and had none
-    in the step before, -1 in a step where it has none and had one. `count without ()` makes the value 1
-    whatever the series held, with its labels kept. A series lasting the whole window is one point or none
-    (the report asks for the first step separately), where the per-step answer is a point per step."""
-    if not query.earlier:
-        raise ValueError(f"query {query.name} has no earlier form")
-    now, before = f"({query.promql})", f"({query.earlier})"
-    return Query(f"{query.name}-changes", f"count without () ({now} unless {before}) or "
-                 f"-1 * count without () ({before} unless {now})", query.source)
+def steps_present(query: Query, step: str, window: str) -> Query:
+    """In how many steps of `window` (a subquery range ending at a chunk's last step, as `memory_values`) each
+    series of a per-step query has a value: one point per series and chunk, where the per-step answer is one
+    per step."""
+    return Query(f"{query.name}-steps", f"count_over_time(({query.promql})[{window}:{step}])", query.source)
 
 
 def dcgm_utilisation(step: str, namespaces: str) -> str:
@@ -179,18 +169,14 @@ def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[s
     `value_counts`) held each value: `count_values` per step (the value as a label), summed over the steps,
     so the answer is one point per pod and value, and the percentile over every sample is exact without one
     series per GPU. A pod labelled with one workload in every step of the chunk is that workload's (the report
-    joins it, gpustack/report/join.py); the others are asked for with `memory_values_joined`."""
+    joins it, gpustack/report/join.py); the others are asked for with `memory_samples`."""
     per_step = f'count_values by (namespace, pod) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))})'
     return Query(f"memory-{exporter}", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
 
 
-def memory_values_joined(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]],
-                         pods: Iterable[str]) -> Query:
-    """`memory_values` per workload for `pods`, those labelled in only part of the chunk (created or deleted in
-    it): each step's sample goes to the workload whose kube_pod_labels has the pod in that step."""
-    chosen = list(pods)
-    mine = f"max by (namespace, pod, {WORKLOAD}) ({labelled(step, by_namespace, pods=chosen)})"
-    per_step = (f'count_values by (namespace, {WORKLOAD}) ("mib", '
-                f"{MEMORY[exporter](step, _namespaces(by_namespace) + _only('pod', chosen))} "
-                f"* on (namespace, pod) group_left ({WORKLOAD}) {mine})")
-    return Query(f"memory-{exporter}-joined", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
+def memory_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str]) -> Query:
+    """Per memory series of `pods`, those labelled in only part of a chunk (created or deleted in it), its value
+    at every step: the report gives each step's sample to the workload whose kube_pod_labels has the pod in
+    that step (gpustack/report/join.py), where Prometheus would join the two at every step."""
+    return Query(f"memory-{exporter}-steps", MEMORY[exporter](step, _namespaces(by_namespace) + _only("pod", pods)),
+                 SOURCES[exporter])
