@@ -36,8 +36,9 @@ class NamedAnswers(Source):
 
     def range_query(self, name: str, query: str, start: int, end: int, step: int) -> Matrix:
         self.promql[query] = name
-        if name.endswith("-steps") and name not in self.answers:
-            return steps_present(self.answers.get(name.removesuffix("-steps"), []), query, end)
+        base, _, part = name.rpartition("-")
+        if part in PER_CHUNK and name not in self.answers:
+            return per_chunk(self.answers.get(base, []), PER_CHUNK[part], query, end)
         out = []
         for item in self.answers.get(name, []):
             values = [v for v in item["values"] if start <= v[0] <= end]
@@ -46,17 +47,21 @@ class NamedAnswers(Source):
         return out
 
 
-def steps_present(per_step: list[Series], query: str, at: int) -> Matrix:
-    """What `queries.steps_present` of a per-step query answers at `at`, from that query's per-step series: per
-    series, its points in the subquery's range (read from the query) ending at `at`."""
+# What `queries.steps_present` and `queries.step_bounds` answer, from the per-step series of their query.
+PER_CHUNK = {"steps": len, "first": min, "last": max}
+
+
+def per_chunk(per_step: list[Series], fold: Any, query: str, at: int) -> Matrix:
+    """A per-chunk answer at `at`: per series, `fold` of its points' times in the subquery's range (read from
+    the query) ending at `at`."""
     match = re.search(r"\[([0-9]+)s:[0-9]+s\]\)$", query)
     assert match, query
     first = at - int(match.group(1))
     out = []
     for item in per_step:
-        held = sum(first <= t <= at for t, _ in item["values"])
-        if held:
-            out.append({"metric": item["metric"], "values": [[at, str(held)]]})
+        times = [t for t, _ in item["values"] if first <= t <= at]
+        if times:
+            out.append({"metric": item["metric"], "values": [[at, str(fold(times))]]})
     return out
 
 

@@ -382,7 +382,7 @@ def test_a_pod_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_qu
     loaded = load_spec(spec)
     plan = build_plan(loaded)
     # Its labels series covers half the day, so its steps are asked for by name: refused there, first.
-    with pytest.raises(ReportError, match="query pod-labels-steps: pod not a DNS name"):
+    with pytest.raises(ReportError, match="query pod-labels-first: pod not a DNS name"):
         build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
                      spec_planner(str(spec), (), spec.parent, plan))
     assert not any("vector(1)" in query for query in answers.promql)

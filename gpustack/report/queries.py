@@ -127,6 +127,14 @@ def steps_present(query: Query, step: str, window: str) -> Query:
     return Query(f"{query.name}-steps", f"count_over_time(({query.promql})[{window}:{step}])", query.source)
 
 
+def step_bounds(query: Query, step: str, window: str) -> tuple[Query, Query]:
+    """The first and the last step end in `window` (as `steps_present`) at which each series of a per-step query
+    has a value: with its count of steps, whether it holds one run and which."""
+    over = f"(timestamp({query.promql}))[{window}:{step}]"
+    return (Query(f"{query.name}-first", f"min_over_time({over})", query.source),
+            Query(f"{query.name}-last", f"max_over_time({over})", query.source))
+
+
 def dcgm_utilisation(step: str, namespaces: str) -> str:
     """Percent per GPU or MIG instance: GPU_UTIL for whole and time-sliced GPUs, engine activity x 100 for MIG."""
     return (f'(max_over_time(DCGM_FI_DEV_GPU_UTIL{{GPU_I_ID="", {namespaces}}}[{step}]) or '
