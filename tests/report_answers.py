@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import threading
 import urllib.parse
 from collections.abc import Iterator
@@ -35,12 +36,33 @@ class NamedAnswers(Source):
 
     def range_query(self, name: str, query: str, start: int, end: int, step: int) -> Matrix:
         self.promql[query] = name
+        base, _, part = name.rpartition("-")
+        if part in PER_CHUNK and name not in self.answers:
+            return per_chunk(self.answers.get(base, []), PER_CHUNK[part], query, end)
         out = []
         for item in self.answers.get(name, []):
             values = [v for v in item["values"] if start <= v[0] <= end]
             if values:
                 out.append({"metric": item["metric"], "values": values})
         return out
+
+
+# What `queries.steps_present` and `queries.step_bounds` answer, from the per-step series of their query.
+PER_CHUNK = {"steps": len, "first": min, "last": max}
+
+
+def per_chunk(per_step: list[Series], fold: Any, query: str, at: int) -> Matrix:
+    """A per-chunk answer at `at`: per series, `fold` of its points' times in the subquery's range (read from
+    the query) ending at `at`."""
+    match = re.search(r"\[([0-9]+)s:[0-9]+s\]\)$", query)
+    assert match, query
+    first = at - int(match.group(1))
+    out = []
+    for item in per_step:
+        times = [t for t, _ in item["values"] if first <= t <= at]
+        if times:
+            out.append({"metric": item["metric"], "values": [[at, str(fold(times))]]})
+    return out
 
 
 @contextmanager

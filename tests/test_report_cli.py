@@ -292,7 +292,8 @@ def test_docs_hold_the_queries_as_sent() -> None:
                   queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"]),
                   queries.idle_samples("dcgm", "60s", mine, 10),
                   queries.memory_values("dcgm", "60s", "86370s", mine),
-                  queries.memory_values_joined("dcgm", "60s", "86370s", mine, ["chat-7d9f8b6c5d-x2k4q"])):
+                  queries.memory_samples("dcgm", "60s", mine, ["chat-7d9f8b6c5d-x2k4q"]),
+                  queries.steps_present(queries.pod_labels("60s", mine), "60s", "86370s")):
         assert f"# {query.name}\n{query.promql}\n" in docs, query.name
 
 
@@ -370,8 +371,8 @@ def test_fractional_pools_without_hami_series_are_unknown_with_the_missing_serie
 
 
 def test_a_pod_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_query(spec: Path) -> None:
-    """A pod labelled in only part of a chunk has its memory asked for again by name: a name that is no
-    Kubernetes name is refused before it reaches a query."""
+    """A pod labelled in only part of a chunk has its steps (and memory) asked for again by name: a name that is
+    no Kubernetes name is refused before it reaches a query."""
     from gpustack.report.client import ReportError
 
     answers = _answers()
@@ -380,7 +381,8 @@ def test_a_pod_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_qu
     answers.answers["memory-dcgm"].append(series({**bad, "mib": "100"}, {STEPS - 1: 10}, START, STEP))
     loaded = load_spec(spec)
     plan = build_plan(loaded)
-    with pytest.raises(ReportError, match="query memory-dcgm: pod not a DNS name"):
+    # Its labels series covers half the day, so its steps are asked for by name: refused there, first.
+    with pytest.raises(ReportError, match="query pod-labels-first: pod not a DNS name"):
         build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
                      spec_planner(str(spec), (), spec.parent, plan))
     assert not any("vector(1)" in query for query in answers.promql)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from report_answers import NamedAnswers, series
 
 from gpustack.report import fetch, join, queries
@@ -31,9 +33,27 @@ def test_spans_are_runs_across_chunks_and_a_missed_scrape_breaks_one() -> None:
     steps = [s for s in range(1_400, 1_600) if s != 1_550]  # across the first day boundary, one scrape missed
     source = Asked({"pod-running": [series({"namespace": "default", "pod": "chat-a", "uid": "u"},
                                            dict.fromkeys(steps, 1), 0, 60)]})
-    runs = fetch.spans(source, queries.pod_running("60s", {"default": ["chat"]}), WINDOW, ("pod",))
+    ask = functools.partial(queries.pod_running, "60s", {"default": ["chat"]})
+    runs = fetch.spans(source, ask, "pod", WINDOW, ("pod",))
     assert runs == {("chat-a",): [(1_400, 1_550), (1_551, 1_600)]}
-    assert len(source.asked) == 3
+    # Per chunk, the steps each series holds; in the two chunks where it came or went, its first and last step by
+    # name; every step only in the second, where a missed scrape leaves a gap.
+    per_step = [(s, e) for q, s, e in source.asked if s != e]
+    assert per_step == [(86_460, 172_800)]
+    assert sum(q.startswith("count_over_time") for q, _, _ in source.asked) == 3
+    assert sum('pod=~"chat-a"' in q for q, _, _ in source.asked) == 5  # first and last in two chunks, steps in one
+
+
+def test_a_series_present_all_chunk_long_is_one_run_without_its_steps() -> None:
+    always = {"namespace": "ns", "pod": "p", "uid": "u", queries.WORKLOAD: "a"}
+    later = {"namespace": "ns", "pod": "q", "uid": "v", queries.WORKLOAD: "a"}
+    source = Asked({"pod-labels": [series(always, dict.fromkeys(range(3_000), 1), 0, 60),
+                                   series(later, dict.fromkeys(range(2_900, 3_000), 1), 0, 60)]})
+    runs = fetch.spans(source, functools.partial(queries.pod_labels, "60s", {"ns": ["a"]}), "pod", WINDOW, ("pod",))
+    assert runs == {("p",): [(0, 3_000)], ("q",): [(2_900, 3_000)]}
+    assert all(s == e for _, s, e in source.asked)  # no series asked for at every step: one point per series
+    named = [q for q, _, _ in source.asked if "pod=~" in q]
+    assert len(named) == 2 and all('pod=~"q"' in q for q in named)  # its first and last step, in the last chunk
 
 
 def test_value_counts_add_up_the_chunks_each_a_subquery_of_its_own_length() -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import array
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
-from gpustack.report import join
+from gpustack.report import join, queries
 from gpustack.report.client import ReportError, Source
 from gpustack.report.join import Identity, Key
 from gpustack.report.queries import Query
@@ -49,14 +49,70 @@ def _chunk_steps(source: Source, asked: Query, window: Window, first: int, last:
         yield series["metric"], sorted(_index(moment, window, first, last, asked) for moment, _ in series["values"])
 
 
-def spans(source: Source, query: Query, window: Window, by: tuple[str, ...]) -> dict[Key, join.Runs]:
-    """Per `by` labels, the runs of steps in which the query's series have a value (series with equal keys
-    merged), folded chunk by chunk as the answers arrive: memory grows with the runs, not the points."""
+def spans(source: Source, ask: Callable[[Sequence[str]], Query], named_by: str, window: Window,
+          by: tuple[str, ...]) -> dict[Key, join.Runs]:
+    """Per `by` labels, the runs of steps in which the series of the per-step query `ask(())` have a value
+    (series with equal keys merged), chunk by chunk: first how many of the chunk's steps each series holds
+    (`queries.steps_present`); one present in all is a run of the whole chunk. For the others, named by their
+    `named_by` label (`ask(names)`), the first and last step they hold: as many steps as lie between them is
+    one run; only a series with a gap in the chunk is asked for at every step. Answers and memory grow with
+    the series and their runs, not with the steps."""
     found: dict[Key, list[join.Run]] = {}
     for first, last in window.chunks(CHUNK_STEPS):
-        for labels, steps in _chunk_steps(source, query, window, first, last):
-            found.setdefault(_key(labels, by), []).extend(join.runs_of(steps))
+        span = f"{(last - first) * window.step - window.step // 2}s"
+        held = _per_series(source, queries.steps_present(ask(()), f"{window.step}s", span), window, last)
+        partly: dict[Identity, int] = {}
+        for identity, count in held.items():
+            if count == last - first:
+                found.setdefault(_key(dict(identity), by), []).append((first, last))
+            else:
+                partly[identity] = int(count)
+        gaps = _single_runs(source, ask, named_by, window, first, last, partly, found, by)
+        if gaps:
+            for labels, steps in _chunk_steps(source, _named(ask, named_by, gaps, "steps"), window, first, last):
+                found.setdefault(_key(labels, by), []).extend(join.runs_of(steps))
     return {key: join.merge(runs) for key, runs in found.items()}
+
+
+def _single_runs(source: Source, ask: Callable[[Sequence[str]], Query], named_by: str, window: Window, first: int,
+                 last: int, partly: dict[Identity, int], found: dict[Key, list[join.Run]], by: tuple[str, ...]
+                 ) -> set[str]:
+    """Adds to `found` the run of each series of `partly` (identity -> steps held in the chunk) that holds one;
+    returns the `named_by` names of the others."""
+    if not partly:
+        return set()
+    names = {dict(identity).get(named_by, "") for identity in partly}
+    span = f"{(last - first) * window.step - window.step // 2}s"
+    starts, ends = queries.step_bounds(_named(ask, named_by, names, "first"), f"{window.step}s", span)
+    firsts = _per_series(source, starts, window, last)
+    lasts = _per_series(source, ends, window, last)
+    gaps: set[str] = set()
+    for identity, count in partly.items():
+        a, b = firsts.get(identity), lasts.get(identity)
+        begin = None if a is None else _index(a, window, first, last, starts)
+        end = None if b is None else _index(b, window, first, last, ends)
+        if begin is not None and end is not None and end - begin + 1 == count:
+            found.setdefault(_key(dict(identity), by), []).append((begin, end + 1))
+        else:
+            gaps.add(dict(identity).get(named_by, ""))
+    return gaps
+
+
+def _named(ask: Callable[[Sequence[str]], Query], named_by: str, names: set[str], what: str) -> Query:
+    try:
+        return ask(sorted(names))
+    except ValueError as exc:  # a name from an answer that is no Kubernetes name: never put into a query
+        raise ReportError(f"query {ask(()).name}-{what}: {named_by} {exc}") from None
+
+
+def _per_series(source: Source, query: Query, window: Window, last: int) -> dict[Identity, float]:
+    """The value of each series of `query` evaluated once at the end of the chunk ending at step `last`."""
+    at = window.step_end(last - 1)
+    out: dict[Identity, float] = {}
+    for series in source.range_query(query.name, query.promql, at, at, window.step):
+        for _, text in series["values"]:
+            out[_identity(series["metric"])] = _number(text, query)
+    return out
 
 
 def steps_of(source: Source, query: Query, window: Window) -> dict[Identity, array.array[int]]:
@@ -97,6 +153,15 @@ def value_counts(source: Source, query_over: Callable[[str], Query], window: Win
         for key, counts in (chunk_keys(first, last, chunk) if chunk_keys else chunk).items():
             out.setdefault(key, Counter()).update(counts)
     return out
+
+
+def chunk_samples(source: Source, query: Query, window: Window, first: int, last: int
+                  ) -> Iterator[tuple[dict[str, str], int, float]]:
+    """(labels, step, value) of every point of one chunk's answer, series after series."""
+    start, end = window.step_end(first), window.step_end(last - 1)
+    for series in source.range_query(query.name, query.promql, start, end, window.step):
+        for moment, text in series["values"]:
+            yield series["metric"], _index(moment, window, first, last, query), _number(text, query)
 
 
 def chunk_value_counts(source: Source, query: Query, at: int, step: int, by: tuple[str, ...], label: str

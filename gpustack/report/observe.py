@@ -16,6 +16,8 @@ import functools
 import math
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TypeAlias
 
 from gpustack.plan.model import Pool, TargetPlan
 from gpustack.report import fetch, join, measure, queries
@@ -60,11 +62,9 @@ def uses_mig(plan: TargetPlan, workload: str) -> bool:
 def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_quantile: float) -> Observed:
     target = spec.target(plan.name)
     workloads = [spec.workload(n) for n in target.workloads]
-    step = f"{window.step}s"
-    by_namespace: dict[str, list[str]] = {}
-    for w in workloads:
-        by_namespace.setdefault(w.namespace, []).append(w.name)
-    by = ("namespace", queries.WORKLOAD)
+    answers = _ask(plan, source, window, workloads)
+    labelled = answers.pods.workloads()
+    running = answers.pods.replicas(window.steps)
     by_name = {w.name: w for w in workloads}
 
     def min_steps(key: join.Key) -> int:
@@ -72,61 +72,98 @@ def observe(spec: Spec, plan: TargetPlan, source: Source, window: Window, floor_
         seconds = known.idle.for_seconds if known is not None and known.idle else DEFAULT_IDLE_FOR
         return measure.min_idle_steps(seconds, window.step)
 
-    # Independent queries run side by side (Prometheus evaluates each on one core); results are taken in a
-    # fixed order, so the report does not depend on which answer comes first.
-    pod = ("namespace", "pod", "uid")
-    with concurrent.futures.ThreadPoolExecutor(QUERY_CONCURRENCY) as pool:
-        labels_f = pool.submit(fetch.spans, source, queries.pod_labels(step, by_namespace), window,
-                               (*pod, queries.WORKLOAD))
-        running_f = pool.submit(fetch.spans, source, queries.pod_running(step, by_namespace), window, pod)
-        pool_names = [p.name for p in plan.pools]
-        reserved = [p.name for p in plan.pools if p.reserved_nodes > 0]
-        nodes_f = pool.submit(fetch.spans, source, queries.pool_nodes(step, pool_names), window,
-                              ("node", queries.POOL)) if pool_names else None
-        placed_f = pool.submit(fetch.spans, source, queries.pod_placed(step, by_namespace), window,
-                               (*pod, "node")) if reserved else None
-        named = functools.cache(lambda: join.Pods(labels_f.result(), {}))  # for memory, in its worker threads
-        present_f, memory_f, idle_f = {}, {}, {}
-        for name in sorted({exporter(plan, w.name) for w in workloads}):
-            mine = {ns: [w for w in names if exporter(plan, w) == name] for ns, names in by_namespace.items()}
-            mine = {ns: names for ns, names in mine.items() if names}
-            present_f[name] = pool.submit(fetch.present, source,
-                                          functools.partial(queries.utilisation_present, name, by_namespace=mine),
-                                          window, by)
-            memory_f[name] = pool.submit(fetch.value_counts, source,
-                                         functools.partial(queries.memory_values, name, step, by_namespace=mine),
-                                         window, ("namespace", "pod"), "mib",
-                                         functools.partial(_memory_owners, source, window, name, mine, named))
-            for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
-                group = {ns: [w for w in names if _below(by_name[w]) == below] for ns, names in mine.items()}
-                group = {ns: names for ns, names in group.items() if names}
-                idle_f[(name, below)] = pool.submit(fetch.steps_of, source,
-                                                    queries.idle_samples(name, step, group, below), window)
-        try:
-            pods = join.Pods(labels_f.result(), running_f.result())
-            nodes = nodes_f.result() if nodes_f else {}
-            placed = placed_f.result() if placed_f else {}
-            present = {k: f.result() for k, f in present_f.items()}
-            memory = {k: f.result() for k, f in memory_f.items()}
-            idle_series = {k: f.result() for k, f in idle_f.items()}
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the answer: ask nothing more
-            raise
-
-    labelled = pods.workloads()
-    running = pods.replicas(window.steps)
-    idle = {k: pods.idle_steps(v, min_steps) for k, v in idle_series.items()}
-    busy = join.busy_nodes(nodes, placed, pods.serving(), reserved, window.steps) if reserved else {}
+    idle = {k: answers.pods.idle_steps(v, min_steps) for k, v in answers.idle.items()}
+    reserved = [p.name for p in plan.pools if p.reserved_nodes > 0]
+    busy = join.busy_nodes(answers.nodes, answers.placed, answers.pods.serving(), reserved,
+                           window.steps) if reserved else {}
     findings: list[Finding] = []
     reports = []
     for w in sorted(workloads, key=lambda w: w.name):
         key = (w.namespace, w.name)
         via = exporter(plan, w.name)
         reports.append(_workload(w, plan, window, floor_quantile, key in labelled, running.get(key),
-                                 key in present[via], memory[via].get(key),
+                                 key in answers.present[via], answers.memory[via].get(key),
                                  idle.get((via, _below(w)), {}).get(key, 0), via, findings))
-    pools = _pools(plan, window, join.pool_nodes(nodes, window.steps), busy, findings)
+    pools = _pools(plan, window, join.pool_nodes(answers.nodes, window.steps), busy, findings)
     return Observed(tuple(reports), pools, tuple(findings))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Answers:
+    """What the queries answered, folded: the pods' runs, per exporter the workloads with utilisation series
+    and their memory counts, per (exporter, threshold) the steps each utilisation series sat below it."""
+
+    pods: join.Pods
+    nodes: dict[join.Key, join.Runs]
+    placed: dict[join.Key, join.Runs]
+    present: dict[str, set[join.Key]]
+    memory: dict[str, dict[join.Key, Counter[float]]]
+    idle: dict[tuple[str, float], dict[join.Identity, array.array[int]]]
+
+
+def _grouped(by_namespace: dict[str, list[str]], keep: set[str]) -> dict[str, list[str]]:
+    """The workloads (namespace -> names) named in `keep`, namespaces left empty dropped."""
+    chosen = {ns: [w for w in names if w in keep] for ns, names in by_namespace.items()}
+    return {ns: names for ns, names in chosen.items() if names}
+
+
+def _ask(plan: TargetPlan, source: Source, window: Window, workloads: list[Workload]) -> _Answers:
+    """Every query of the target, independent ones side by side (Prometheus evaluates each on one core); the
+    results are taken in a fixed order, so the report does not depend on which answer comes first."""
+    step = f"{window.step}s"
+    by_namespace: dict[str, list[str]] = {}
+    for w in workloads:
+        by_namespace.setdefault(w.namespace, []).append(w.name)
+    pod = ("namespace", "pod", "uid")
+    pool_names = [p.name for p in plan.pools]
+    with concurrent.futures.ThreadPoolExecutor(QUERY_CONCURRENCY) as pool:
+        labels_f = pool.submit(fetch.spans, source, functools.partial(queries.pod_labels, step, by_namespace), "pod",
+                               window, (*pod, queries.WORKLOAD))
+        running_f = pool.submit(fetch.spans, source, functools.partial(queries.pod_running, step, by_namespace), "pod",
+                                window, pod)
+        nodes_f = pool.submit(fetch.spans, source, functools.partial(queries.pool_nodes, step, pool_names), "node",
+                              window, ("node", queries.POOL)) if pool_names else None
+        placed_f = pool.submit(fetch.spans, source, functools.partial(queries.pod_placed, step, by_namespace), "pod",
+                               window, (*pod, "node")) if any(p.reserved_nodes > 0 for p in plan.pools) else None
+        named = functools.cache(lambda: join.Pods(labels_f.result(), {}))  # for memory, in its worker threads
+        present_f, memory_f, idle_f = _ask_gpus(pool, plan, source, window, workloads, named)
+        try:
+            return _Answers(join.Pods(labels_f.result(), running_f.result()),
+                            nodes_f.result() if nodes_f else {}, placed_f.result() if placed_f else {},
+                            {k: f.result() for k, f in present_f.items()}, {k: f.result() for k, f in memory_f.items()},
+                            {k: f.result() for k, f in idle_f.items()})
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the answer: ask nothing more
+            raise
+
+
+_GpuAnswers: TypeAlias = ("tuple[dict[str, Future[set[join.Key]]], dict[str, Future[dict[join.Key, Counter[float]]]], "
+                          "dict[tuple[str, float], Future[dict[join.Identity, array.array[int]]]]]")
+
+
+def _ask_gpus(pool: concurrent.futures.Executor, plan: TargetPlan, source: Source, window: Window,
+              workloads: list[Workload], named: Callable[[], join.Pods]) -> _GpuAnswers:
+    """Per exporter, the utilisation presence and memory queries, and per idle threshold the idle one."""
+    step = f"{window.step}s"
+    by_namespace: dict[str, list[str]] = {}
+    for w in workloads:
+        by_namespace.setdefault(w.namespace, []).append(w.name)
+    by_name = {w.name: w for w in workloads}
+    present_f, memory_f, idle_f = {}, {}, {}
+    for name in sorted({exporter(plan, w.name) for w in workloads}):
+        mine = _grouped(by_namespace, {w.name for w in workloads if exporter(plan, w.name) == name})
+        present_f[name] = pool.submit(fetch.present, source,
+                                      functools.partial(queries.utilisation_present, name, by_namespace=mine),
+                                      window, ("namespace", queries.WORKLOAD))
+        memory_f[name] = pool.submit(fetch.value_counts, source,
+                                     functools.partial(queries.memory_values, name, step, by_namespace=mine),
+                                     window, ("namespace", "pod"), "mib",
+                                     functools.partial(_memory_owners, source, window, name, mine, named))
+        for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
+            group = _grouped(mine, {w for w in by_name if _below(by_name[w]) == below})
+            idle_f[(name, below)] = pool.submit(fetch.steps_of, source,
+                                                queries.idle_samples(name, step, group, below), window)
+    return present_f, memory_f, idle_f
 
 
 def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, list[str]],
@@ -134,7 +171,8 @@ def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, lis
                    counts: dict[join.Key, Counter[float]]) -> dict[join.Key, Counter[float]]:
     """One chunk's memory counts per (namespace, pod), as counts per (namespace, workload): a pod labelled with
     one workload in every step of the chunk is that workload's; the pods labelled in only part of it are
-    asked again with the per-step join, so every sample goes where its step's labels say."""
+    asked again for their samples at every step, each given to the workload the pod is labelled with in its
+    step, so every sample goes where its step's labels say."""
     pods = named()
     out: dict[join.Key, Counter[float]] = {}
     partly: set[str] = set()
@@ -146,14 +184,13 @@ def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, lis
             partly.add(pod)
     if partly:
         try:
-            query = queries.memory_values_joined(via, f"{window.step}s",
-                                                 f"{(last - first) * window.step - window.step // 2}s", mine, sorted(partly))
+            query = queries.memory_samples(via, f"{window.step}s", mine, sorted(partly))
         except ValueError as exc:  # a pod name from the answer that is no Kubernetes name: never put into a query
             raise ReportError(f"query memory-{via}: pod {exc}") from None
-        joined = fetch.chunk_value_counts(source, query, window.step_end(last - 1), window.step,
-                                          ("namespace", queries.WORKLOAD), "mib")
-        for key, counted in joined.items():
-            out.setdefault(key, Counter()).update(counted)
+        for labels, step, value in fetch.chunk_samples(source, query, window, first, last):
+            name = (labels.get("namespace", ""), labels.get("pod", ""))
+            for owner in pods.workloads_at(name, step):
+                out.setdefault((name[0], owner), Counter())[value] += 1
     return out
 
 

@@ -76,19 +76,20 @@ def labelled(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterabl
     return " or ".join(f"max_over_time({p}[{step}])" for p in parts)
 
 
-def running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
-    """The pods of the namespaces whose phase is Running in the step."""
-    return f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}}}[{step}]) == 1)'
+def running(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> str:
+    """The pods of the namespaces whose phase is Running in the step (`pods`: only these)."""
+    return (f'(max_over_time(kube_pod_status_phase{{phase="Running", {_namespaces(by_namespace)}{_only("pod", pods)}}}'
+            f'[{step}]) == 1)')
 
 
-def placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> str:
-    """The pods of the namespaces and the node each is placed on in the step."""
-    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}}}[{step}])'
+def placed(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> str:
+    """The pods of the namespaces and the node each is placed on in the step (`pods`: only these)."""
+    return f'max_over_time(kube_pod_info{{node!="", {_namespaces(by_namespace)}{_only("pod", pods)}}}[{step}])'
 
 
-def labelled_nodes(step: str, pools: Iterable[str]) -> str:
-    """The nodes labelled with the pools in the step."""
-    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"}}[{step}])'
+def labelled_nodes(step: str, pools: Iterable[str], nodes: Iterable[str] = ()) -> str:
+    """The nodes labelled with the pools in the step (`nodes`: only these)."""
+    return f'max_over_time(kube_node_labels{{{POOL}=~"{_alternatives(pools)}"{_only("node", nodes)}}}[{step}])'
 
 
 KSM_LABELS = "kube-state-metrics kube_pod_labels"
@@ -97,24 +98,41 @@ KSM_INFO = "kube-state-metrics kube_pod_info"
 KSM_NODE_LABELS = "kube-state-metrics kube_node_labels"
 
 
-# The pods and nodes, each series at every step and nothing else: one selector per query, no join on the
-# server (Prometheus would evaluate a join at every step, for every series). The report folds each answer
-# into runs of steps and joins the runs itself (gpustack/report/join.py): which pods of which workload ran,
-# on which nodes of which pool.
-def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pod-labels", labelled(step, by_namespace), KSM_LABELS)
+# The pods and nodes: one selector per query, no join on the server (Prometheus would evaluate a join at
+# every step, for every series). Per chunk the report first asks in how many of its steps each series has a
+# value (`steps_present`, one point per series); a series present in every step is one run, and only the
+# others (pods created or deleted in the chunk, nodes scaled in or out) are asked for at every step, by name
+# (`pods` / `nodes`). The report folds the answers into runs of steps and joins the runs itself
+# (gpustack/report/join.py): which pods of which workload ran, on which nodes of which pool.
+def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
+    return Query("pod-labels", labelled(step, by_namespace, pods), KSM_LABELS)
 
 
-def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pod-running", running(step, by_namespace), KSM_PHASE)
+def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
+    return Query("pod-running", running(step, by_namespace, pods), KSM_PHASE)
 
 
-def pod_placed(step: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    return Query("pod-placed", placed(step, by_namespace), KSM_INFO)
+def pod_placed(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
+    return Query("pod-placed", placed(step, by_namespace, pods), KSM_INFO)
 
 
-def pool_nodes(step: str, pools: Iterable[str]) -> Query:
-    return Query("pool-nodes", labelled_nodes(step, pools), KSM_NODE_LABELS)
+def pool_nodes(step: str, pools: Iterable[str], nodes: Iterable[str] = ()) -> Query:
+    return Query("pool-nodes", labelled_nodes(step, pools, nodes), KSM_NODE_LABELS)
+
+
+def steps_present(query: Query, step: str, window: str) -> Query:
+    """In how many steps of `window` (a subquery range ending at a chunk's last step, as `memory_values`) each
+    series of a per-step query has a value: one point per series and chunk, where the per-step answer is one
+    per step."""
+    return Query(f"{query.name}-steps", f"count_over_time(({query.promql})[{window}:{step}])", query.source)
+
+
+def step_bounds(query: Query, step: str, window: str) -> tuple[Query, Query]:
+    """The first and the last step end in `window` (as `steps_present`) at which each series of a per-step query
+    has a value: with its count of steps, whether it holds one run and which."""
+    over = f"(timestamp({query.promql}))[{window}:{step}]"
+    return (Query(f"{query.name}-first", f"min_over_time({over})", query.source),
+            Query(f"{query.name}-last", f"max_over_time({over})", query.source))
 
 
 def dcgm_utilisation(step: str, namespaces: str) -> str:
@@ -159,18 +177,14 @@ def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[s
     `value_counts`) held each value: `count_values` per step (the value as a label), summed over the steps,
     so the answer is one point per pod and value, and the percentile over every sample is exact without one
     series per GPU. A pod labelled with one workload in every step of the chunk is that workload's (the report
-    joins it, gpustack/report/join.py); the others are asked for with `memory_values_joined`."""
+    joins it, gpustack/report/join.py); the others are asked for with `memory_samples`."""
     per_step = f'count_values by (namespace, pod) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))})'
     return Query(f"memory-{exporter}", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
 
 
-def memory_values_joined(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]],
-                         pods: Iterable[str]) -> Query:
-    """`memory_values` per workload for `pods`, those labelled in only part of the chunk (created or deleted in
-    it): each step's sample goes to the workload whose kube_pod_labels has the pod in that step."""
-    chosen = list(pods)
-    mine = f"max by (namespace, pod, {WORKLOAD}) ({labelled(step, by_namespace, pods=chosen)})"
-    per_step = (f'count_values by (namespace, {WORKLOAD}) ("mib", '
-                f"{MEMORY[exporter](step, _namespaces(by_namespace) + _only('pod', chosen))} "
-                f"* on (namespace, pod) group_left ({WORKLOAD}) {mine})")
-    return Query(f"memory-{exporter}-joined", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
+def memory_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str]) -> Query:
+    """Per memory series of `pods`, those labelled in only part of a chunk (created or deleted in it), its value
+    at every step: the report gives each step's sample to the workload whose kube_pod_labels has the pod in
+    that step (gpustack/report/join.py), where Prometheus would join the two at every step."""
+    return Query(f"memory-{exporter}-steps", MEMORY[exporter](step, _namespaces(by_namespace) + _only("pod", pods)),
+                 SOURCES[exporter])
