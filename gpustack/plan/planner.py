@@ -35,6 +35,7 @@ from gpustack.plan.pools import (
 )
 from gpustack.plan.queueing import Queueing
 from gpustack.plan.prices import PriceBook
+from gpustack.spec import kubernetes
 from gpustack.spec.autostop import DETECTED
 from gpustack.spec.load import pinned_key
 from gpustack.spec.model import HOURS_PER_MONTH, Availability, Spec, Target, Workload
@@ -173,7 +174,9 @@ class _TargetPlanner:
                                    api_server_cidrs=self.api_server_cidrs(),
                                    scaled_by_keda=keda, ladders=ladder.ladders(pools, workloads),
                                    gpu_allocation=str(self.target.setting("gpu_allocation", "device-plugin")),
-                                   notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies))))
+                                   kubernetes_version=self.target.kubernetes_version,
+                                   notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies)))
+                                   + kubernetes.not_checked_notes(self.spec.workloads, self.target))
 
     def queueing(self, pools: tuple[Pool, ...], requests: tuple[PodRequest, ...]) -> Queueing | None:
         """settings.queue: the queues, flavors and quotas of the target's training and fine-tuning."""

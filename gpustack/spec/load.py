@@ -19,6 +19,7 @@ from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
 from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
 from gpustack.spec.idle import check_prometheus, read_idle
+from gpustack.spec.kubernetes import check_kubernetes_versions, read_kubernetes_version
 from gpustack.spec.autostop import read_autostop
 from gpustack.spec.alternatives import read_alternatives
 from gpustack.spec.availability import read_availability
@@ -55,7 +56,7 @@ TOP_KEYS = ("version", "name", "targets", "workloads")
 TOP_OPTIONAL = ("labels", "pricing", "catalog", "pools")
 EXTENSION_PREFIX = "x-"  # top-level keys gpustack ignores: a place for shared defaults
 TARGET_KEYS = ("name", "cloud", "region", "cluster")
-TARGET_OPTIONAL = ("settings", "workloads")
+TARGET_OPTIONAL = ("settings", "workloads", "kubernetes_version")
 WORKLOAD_KEYS = ("name", "kind", "gpu")
 WORKLOAD_OPTIONAL = ("gpus", "gpu_memory", "mig", "gpu_fraction", "cpu", "memory", "replicas", "checkpointing",
                      "schedule", "hours_per_month", "runs_per_month", "requests_per_hour", "labels", "capacity",
@@ -134,6 +135,7 @@ class _SpecReader(Reader):
             self.check_pins(targets, workloads)
         self.check_prices_used(pricing, targets)
         check_prometheus(self, targets, workloads)
+        check_kubernetes_versions(self, targets, workloads)
         if self.problems:
             raise SpecError(self.problems)
         return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc, self.catalog, split_by,
@@ -612,6 +614,7 @@ class _SpecReader(Reader):
             if not re.fullmatch(pattern, cluster):
                 self.problem(path + ("cluster",), f"{show(cluster)} is not {rule}")
         settings = self.settings(path + ("settings",), value.get("settings", {}), cloud)
+        kubernetes_version = read_kubernetes_version(self, path, value)
         chosen = tuple(workload_names)
         if "workloads" in value:
             listed = self.sequence(path + ("workloads",), value["workloads"], min_items=0, what="workload name")
@@ -631,7 +634,7 @@ class _SpecReader(Reader):
         if len(self.problems) > before:
             return BAD
         assert cloud is not None  # a target without a known cloud has a problem
-        return Target(name, cloud.name, region, cluster, settings, chosen, index)
+        return Target(name, cloud.name, region, cluster, settings, chosen, index, kubernetes_version)
 
     def settings(self, path: Path, value: Any, cloud: Any) -> Any:
         if cloud is None:
