@@ -16,7 +16,7 @@ from gpustack.errors import SpecError
 from gpustack.plan import build_plan
 from gpustack.render import autostop
 from gpustack.spec import load_text
-from gpustack.spec.kubernetes import patched_kinds
+from gpustack.spec.kubernetes import patched_kinds, stopped_kinds
 from test_autostop_kinds import fine_tuning, notebook
 from test_dra import NOTEBOOKS, TRAIN
 
@@ -123,12 +123,14 @@ def test_keda_scaled_notebooks_below_1_30_are_not_refused():
     [fine_tuning(schedule=ALWAYS)]])
 @pytest.mark.parametrize("controller", ["cronjob", "keda"])
 def test_the_check_refuses_exactly_where_the_rendered_objects_need_the_policy(workloads, controller):
-    """The spec-level rule and the renderer agree: a policy is rendered iff a kind is patched whole."""
+    """The spec-level rule and the renderer agree: a policy is rendered iff a kind is patched whole, and
+    auto-stop CronJobs (spec.timeZone) iff a kind is stopped."""
     spec = load_text(text(workloads, autostop=controller))
     plan = build_plan(spec)
     rendered = {o["kind"] for o in autostop.objects(plan, plan.targets[0])}
     patched = any(patched_kinds(w, spec.targets[0]) for w in spec.workloads)
     assert ("ValidatingAdmissionPolicy" in rendered) == patched
+    assert ("CronJob" in rendered) == any(stopped_kinds(w, spec.targets[0]) for w in spec.workloads)
 
 
 def test_without_a_version_the_plan_says_once_that_the_policy_minimum_was_not_checked():
@@ -137,6 +139,8 @@ def test_without_a_version_the_plan_says_once_that_the_policy_minimum_was_not_ch
     assert len(notes) == 1 and "1.30" in notes[0] and "not checked" in notes[0]
     quiet = build_plan(load_text(text([fine_tuning(autostop={"kind": "deployment"})])))
     assert not any("ValidatingAdmissionPolicy" in n for n in quiet.targets[0].notes)
+    given = build_plan(load_text(text([fine_tuning()], "1.31")))
+    assert not any("not checked" in n for n in given.targets[0].notes)
 
 
 # -- DRA --------------------------------------------------------------------------------------------------------
@@ -169,3 +173,24 @@ def test_karpenter_time_sliced_dra_below_1_36_is_refused_and_from_1_36_needs_no_
 def test_karpenter_dra_without_time_slicing_plans_on_1_34():
     target = build_plan(load_text(text([TRAIN], "1.34", gpu_allocation="dra", provisioner="karpenter"))).targets[0]
     assert target.gpu_allocation == "dra"
+
+
+# -- the auto-stop CronJobs' time zone: spec.timeZone needs 1.27 ---------------------------------------------------
+
+@pytest.mark.parametrize("workload", [fine_tuning(autostop={"kind": "deployment"}), notebook()])
+def test_a_closing_window_below_1_27_is_refused_at_the_schedule(workload):
+    [problem] = problems_of(text([workload], "1.26"))
+    assert problem.path == "workloads[0].schedule"
+    assert "spec.timeZone" in problem.message and "1.27" in problem.message
+
+
+def test_from_1_27_scaled_kinds_plan_and_keda_or_the_hub_need_no_cronjobs_below_it():
+    build_plan(load_text(text([fine_tuning(autostop={"kind": "deployment"})], "1.27")))
+    build_plan(load_text(text([notebook()], "1.26", autostop="keda")))
+    build_plan(load_text(text([notebook(autostop={"kind": "jupyterhub"})], "1.26")))
+
+
+def test_without_a_version_a_window_of_scaled_kinds_notes_the_time_zone_minimum_only():
+    plan = build_plan(load_text(text([fine_tuning(autostop={"kind": "deployment"})])))
+    [note] = [n for n in plan.targets[0].notes if "not checked" in n]
+    assert "spec.timeZone" in note and "1.27" in note and "ValidatingAdmissionPolicy" not in note

@@ -3,6 +3,7 @@
 gpustack never reads a cluster, so the spec says which version it runs, and the features that need a
 newer one are refused where they are chosen (capability gaps as data, at validation time):
 
+- the auto-stop CronJobs keep a window's time zone with `spec.timeZone`, GA in Kubernetes 1.27;
 - the auto-stop's `patch` on Jobs, CronJobs and Kubeflow Notebooks is limited to the stop change by a
   ValidatingAdmissionPolicy (gpustack/render/admission.py), GA in Kubernetes 1.30 (below);
 - `settings.gpu_allocation: dra` and what a provisioner's DRA support needs (gpustack/clouds/dra.py,
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpustack.errors import show
-from gpustack.spec.autostop import DETECTED
+from gpustack.spec.autostop import DETECTED, OBJECT_KINDS
 from gpustack.spec.model import IDLE_KINDS, Target, Workload
 from gpustack.spec.reader import Reader
 from gpustack.spec.yamlsource import Path
@@ -39,6 +40,9 @@ ADMISSION_POLICY_MINIMUM = "1.30"
 ADMISSION_POLICY_SOURCE = "https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/"
 # The auto-stop kinds it stops by patching the whole object (the others it scales through `scale`).
 PATCHED_KINDS = ("job", "cronjob", "notebook")
+# The auto-stop CronJobs run in the window's time zone (spec.timeZone), GA in Kubernetes 1.27.
+CRONJOB_TIMEZONE_MINIMUM = "1.27"
+CRONJOB_TIMEZONE_SOURCE = "https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones"
 
 
 def read_kubernetes_version(reader: Reader, path: Path, value: dict[str, Any]) -> str | Any | None:
@@ -70,10 +74,11 @@ def older(version: str | None, minimum: str) -> bool:
     return version is not None and minor(version) < minor(minimum)
 
 
-def patched_kinds(workload: Workload, target: Target) -> tuple[str, ...]:
-    """The kinds the built-in auto-stop patches whole for `workload` on `target` (gpustack/render/autostop.py):
+def stopped_kinds(workload: Workload, target: Target) -> tuple[str, ...]:
+    """The kinds the built-in auto-stop CronJobs stop for `workload` on `target` (gpustack/render/autostop.py):
     its `autostop` kind, or the detected kinds, when its window closes; none where KEDA scales it instead
-    (gpustack/plan/idle.py: Deployments and StatefulSets of a workload that leaves detection to gpustack)."""
+    (gpustack/plan/idle.py: a Deployment or StatefulSet workload that leaves detection to gpustack), and none
+    for `jupyterhub` (the hub's culler stops its servers)."""
     schedule = workload.schedule
     if schedule is None or schedule.active_hours_per_week >= 7 * 24:
         return ()  # no window, or one open all week: no auto-stop jobs
@@ -83,19 +88,28 @@ def patched_kinds(workload: Workload, target: Target) -> tuple[str, ...]:
         return ()
     else:
         kinds = DETECTED[workload.kind]
-    return tuple(k for k in kinds if k in PATCHED_KINDS)
+    return tuple(k for k in kinds if k in OBJECT_KINDS)
+
+
+def patched_kinds(workload: Workload, target: Target) -> tuple[str, ...]:
+    """The kinds of `stopped_kinds` that are patched whole, so need the admission policy."""
+    return tuple(k for k in stopped_kinds(workload, target) if k in PATCHED_KINDS)
 
 
 def check_kubernetes_versions(reader: Reader, targets: Sequence[Target], workloads: Sequence[Workload]) -> None:
-    """Refuse, where each is chosen, what the target's Kubernetes version cannot keep safe."""
+    """Refuse, where each is chosen, what the target's Kubernetes version cannot run or keep safe."""
     by_name = {w.name: w for w in workloads}
     for target in targets:
         version = target.kubernetes_version
-        if not older(version, ADMISSION_POLICY_MINIMUM):
-            continue
         for name in target.workloads:
             workload = by_name[name]
-            if kinds := patched_kinds(workload, target):
+            if older(version, CRONJOB_TIMEZONE_MINIMUM) and stopped_kinds(workload, target):
+                reader.problem(("workloads", workload.index, "schedule"),
+                               f"target {target.name!r} runs Kubernetes {version}, and the auto-stop CronJobs of "
+                               f"this window keep its time zone with spec.timeZone, GA from Kubernetes "
+                               f"{CRONJOB_TIMEZONE_MINIMUM} ({CRONJOB_TIMEZONE_SOURCE}); upgrade the cluster and set "
+                               "kubernetes_version, or remove the schedule")
+            elif older(version, ADMISSION_POLICY_MINIMUM) and (kinds := patched_kinds(workload, target)):
                 _refuse_patched(reader, target, workload, kinds)
 
 
@@ -119,8 +133,12 @@ def not_checked_notes(workloads: Sequence[Workload], target: Target) -> tuple[st
     """What a target without `kubernetes_version` was not checked for (a plan note, once per target)."""
     if target.kubernetes_version is not None:
         return ()
-    if not any(patched_kinds(w, target) for w in workloads if w.name in target.workloads):
+    mine = [w for w in workloads if w.name in target.workloads]
+    if not any(stopped_kinds(w, target) for w in mine):
         return ()
-    return (f"auto-stop patches Jobs, CronJobs or Notebooks whole, which is safe only with its "
-            f"ValidatingAdmissionPolicy: the cluster must run Kubernetes {ADMISSION_POLICY_MINIMUM} or later "
-            f"({ADMISSION_POLICY_SOURCE}); not checked: the target gives no kubernetes_version",)
+    needs = (f"the auto-stop CronJobs keep their window's time zone with spec.timeZone, so the cluster must run "
+             f"Kubernetes {CRONJOB_TIMEZONE_MINIMUM} or later ({CRONJOB_TIMEZONE_SOURCE})")
+    if any(patched_kinds(w, target) for w in mine):
+        needs += (f"; they patch Jobs, CronJobs or Notebooks whole, which is safe only with their "
+                  f"ValidatingAdmissionPolicy, so {ADMISSION_POLICY_MINIMUM} or later ({ADMISSION_POLICY_SOURCE})")
+    return (f"{needs[0].upper()}{needs[1:]}; not checked: the target gives no kubernetes_version",)
