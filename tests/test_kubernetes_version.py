@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import TARGETS
 from gpustack.errors import SpecError
@@ -79,6 +81,7 @@ def test_a_chosen_patched_kind_below_1_30_is_refused_at_its_autostop(kind):
     assert problem.path == "workloads[0].autostop.kind"
     assert "ValidatingAdmissionPolicy" in problem.message and "1.30" in problem.message
     assert "any image, any ServiceAccount" in problem.message and "deployment or statefulset" in problem.message
+    assert len(str(problem)) < 520  # short enough to read (the loader fuzz allows 600)
 
 
 def test_a_notebook_chosen_below_1_30_is_refused_too():
@@ -90,6 +93,7 @@ def test_detected_jobs_and_cronjobs_below_1_30_are_refused_at_the_schedule_with_
     [problem] = problems_of(text([fine_tuning()], "1.29"))
     assert problem.path == "workloads[0].schedule"
     assert "job, cronjob" in problem.message and "autostop: {kind: deployment}" in problem.message
+    assert len(str(problem)) < 520  # short enough to read (the loader fuzz allows 600)
 
 
 @pytest.mark.parametrize("version", ["1.30", "1.31", "1.36"])
@@ -194,3 +198,13 @@ def test_without_a_version_a_window_of_scaled_kinds_notes_the_time_zone_minimum_
     plan = build_plan(load_text(text([fine_tuning(autostop={"kind": "deployment"})])))
     [note] = [n for n in plan.targets[0].notes if "not checked" in n]
     assert "spec.timeZone" in note and "1.27" in note and "ValidatingAdmissionPolicy" not in note
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.text(max_size=20), st.integers(), st.floats(allow_nan=True), st.booleans(),
+                 st.lists(st.text(max_size=3), max_size=2), st.from_regex(r"[vV]?1\.[0-9]{1,3}(\.[0-9]{1,2})?", fullmatch=True)))
+def test_any_value_is_read_or_refused_where_it_is_written(value):
+    try:
+        load_text(text([fine_tuning(autostop={"kind": "deployment"})], value), "spec.yaml")
+    except SpecError as exc:
+        assert exc.problems and all(p.location is not None and len(p.message) < 520 for p in exc.problems)

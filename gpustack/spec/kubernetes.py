@@ -118,14 +118,13 @@ def _refuse_patched(reader: Reader, target: Target, workload: Workload, kinds: t
     chosen = workload.autostop is not None
     where: Path = ("workloads", index, "autostop", "kind") if chosen else ("workloads", index, "schedule")
     what = (f"autostop kind {kinds[0]!r}" if chosen
-            else f"without autostop, the auto-stop stops every labelled {', '.join(kinds)}")
-    instead = ("choose a kind it scales (deployment or statefulset)" if chosen
-               else "add autostop: {kind: deployment} (or statefulset) naming what it runs as")
-    reader.problem(where, f"{what} on target {target.name!r}, which runs Kubernetes {target.kubernetes_version}: "
-                          f"stopping these patches the whole object, and only a ValidatingAdmissionPolicy "
-                          f"(Kubernetes {ADMISSION_POLICY_MINIMUM} or later, {ADMISSION_POLICY_SOURCE}) keeps "
-                          "the job's patch to the stop; without it the RBAC would let the job rewrite the object "
-                          "(any image, any ServiceAccount). Upgrade the cluster to "
+            else f"the auto-stop's detected kinds {', '.join(kinds)}")
+    instead = ("choose deployment or statefulset (scaled, not patched)" if chosen
+               else "add autostop: {kind: deployment} (or statefulset)")
+    reader.problem(where, f"{what} on target {target.name!r} (Kubernetes {target.kubernetes_version}): the job stops "
+                          "these by patching the whole object, which only a ValidatingAdmissionPolicy (GA in "
+                          f"{ADMISSION_POLICY_MINIMUM}, {ADMISSION_POLICY_SOURCE}) limits to the stop; "
+                          "without it the RBAC lets the job rewrite them (any image, any ServiceAccount). Upgrade to "
                           f"{ADMISSION_POLICY_MINIMUM} or later and set kubernetes_version, or {instead}")
 
 
