@@ -208,3 +208,30 @@ def test_any_value_is_read_or_refused_where_it_is_written(value):
         load_text(text([fine_tuning(autostop={"kind": "deployment"})], value), "spec.yaml")
     except SpecError as exc:
         assert exc.problems and all(p.location is not None and len(p.message) < 520 for p in exc.problems)
+
+
+# -- what the planned pools need of the cluster, per provisioner (GKE's node pools) ---------------------------------
+
+SPOT_TUNE = {"name": "tune", "kind": "fine-tuning", "gpu": "A100-80GB", "gpus": 1, "replicas": 2,
+             "checkpointing": True, "capacity": "spot"}
+
+
+def test_gke_spot_fallback_through_a_compute_class_below_1_30_is_refused_at_the_version():
+    plan = build_plan(load_text(text([SPOT_TUNE], cloud="gcp")))
+    assert plan.targets[0].fallback_groups  # the spot pool is backed by an on-demand one, through a ComputeClass
+    [problem] = problems_of(text([SPOT_TUNE], "1.29", cloud="gcp"))
+    assert problem.path == "targets[0].kubernetes_version"
+    assert "ComputeClass" in problem.message and "1.30.3-gke.1451000" in problem.message
+    build_plan(load_text(text([SPOT_TUNE], "1.30", cloud="gcp")))  # 1.30 itself: the patch level stays a note
+
+
+def test_gke_flex_start_below_1_32_is_refused_naming_its_pools():
+    from test_capacity_windows import TUNE
+    [problem] = problems_of(text([TUNE], "1.31", cloud="gcp"))
+    assert problem.path == "targets[0].kubernetes_version"
+    assert "flex-start" in problem.message and "1.32.2-gke.1652000" in problem.message and "pools " in problem.message
+    build_plan(load_text(text([TUNE], "1.32", cloud="gcp")))
+
+
+def test_other_clouds_spot_fallback_needs_no_version():
+    build_plan(load_text(text([SPOT_TUNE], "1.29", cloud="aws")))

@@ -19,7 +19,7 @@ from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import alternatives, dra, fallback, idle, ladder, offers, pool_types, queues, timebox
+from gpustack.plan import alternatives, dra, fallback, idle, ladder, offers, pool_types, queues, timebox, versions
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import (
     Part, accepted_capacities, binding_field, capacity_parts, choose_instance, fitting_rows,
@@ -167,6 +167,8 @@ class _TargetPlanner:
         planned = dataclasses.replace(planned, queueing=queueing,
                                       notes=planned.notes + (queues.notes(queueing) if queueing else ()),
                                       warnings=planned.warnings + self.queue_warnings(queueing))
+        for path, message in versions.problems(self.target, self.provisioner, tuple(pools)):
+            self.problem(None, "", message, path=path)
         return dataclasses.replace(planned, pod_requests=owned,
                                    provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools),
                                    autostop=str(self.target.setting("autostop", "cronjob")),
