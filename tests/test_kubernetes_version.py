@@ -50,11 +50,13 @@ def test_a_bad_version_is_located_with_the_rule_and_a_did_you_mean(value, hint):
     assert (hint in problem.message) if hint else "did you mean" not in problem.message
 
 
-@pytest.mark.parametrize("value", [1.31, 1.3, 1, True])
-def test_an_unquoted_version_is_refused_not_guessed(value):
+@pytest.mark.parametrize(("value", "hint"), [(1.31, "(did you mean '1.31'?)"), (1.3, "(did you mean '1.3' or '1.30'?)"),
+                                             (1, ""), (True, "")])
+def test_an_unquoted_version_is_refused_not_guessed(value, hint):
     [problem] = problems_of(text([fine_tuning()], value))
     assert problem.path == "targets[0].kubernetes_version"
     assert ("quoted" in problem.message) or ("expected a string" in problem.message)
+    assert (hint in problem.message) if hint else "did you mean" not in problem.message
 
 
 def test_the_line_of_the_bad_version_is_given():

@@ -77,7 +77,7 @@ class KubernetesMinimum:
 
     feature: str  # what needs it, for people
     minor: str  # MAJOR.MINOR, compared with targets[].kubernetes_version
-    exact: str  # the cloud's own spelling of the first version that has it, e.g. 1.32.2-gke.1652000
+    exact: str  # the cloud's own spelling of the first version that has it (a patch level, with its build suffix)
     source: str
 
 

@@ -30,8 +30,8 @@ KEY = "kubernetes_version"
 # Kubernetes has had major version 1 since its 1.0 release; minors are plain decimals without leading zeros.
 _VERSION = re.compile(r"1\.(0|[1-9][0-9]{0,2})")
 _RULE = 'a Kubernetes minor version as a quoted string MAJOR.MINOR, e.g. "1.31"'
-# What people write instead: a leading v (kubectl's gitVersion), a patch release, a vendor suffix
-# (e.g. GKE's 1.33.3-gke.1136000, EKS's v1.31.1-eks-...).
+# What people write instead: a leading v (kubectl's gitVersion), a patch release, a managed cloud's build
+# suffix (1.33.3-<vendor>.<build>).
 _NEAR = re.compile(r"[vV]?(1\.(?:0|[1-9][0-9]{0,2}))(?:\.[0-9]+)?(?:[-+][0-9A-Za-z.+-]*)?")
 
 # ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) is GA and served by default from 1.30
@@ -55,12 +55,22 @@ def read_kubernetes_version(reader: Reader, path: Path, value: dict[str, Any]) -
         return reader.string(where, raw)
     if not isinstance(raw, str):
         return reader.problem(where, f"{show(raw)} is a number to YAML (an unquoted 1.30 reads as 1.3): write "
-                                     f"{_RULE}")
+                                     f"{_RULE}{_quoted_hint(raw)}")
     if _VERSION.fullmatch(raw):
         return raw
     near = _NEAR.fullmatch(raw)
     hint = f" (did you mean {near.group(1)!r}?)" if near else ""
     return reader.problem(where, f"{show(raw)} is not {_RULE}{hint}")
+
+
+def _quoted_hint(number: float) -> str:
+    """' (did you mean ...?)' with the quoted versions a YAML number could have been written as."""
+    text = repr(number)
+    if not _VERSION.fullmatch(text):
+        return ""
+    # A trailing zero is lost to YAML: 1.30 reads as 1.3, so both are possible.
+    choices = [text, f"{text}0"] if len(text.partition(".")[2]) == 1 and text != "1.0" else [text]
+    return f" (did you mean {' or '.join(repr(c) for c in choices)}?)"
 
 
 def minor(version: str) -> tuple[int, int]:
