@@ -69,6 +69,8 @@ SIZE_FORMS = ("gpus", "gpu_memory", "mig", "gpu_fraction")
 # Role in its workloads' namespaces; there it would sit next to the cluster's controllers.
 SYSTEM_NAMESPACE_PREFIX = "kube-"
 INSTALLED_NAMESPACES = ("gpu-operator", "gpustack-system")
+# An empty region matches no catalog row and would only be reported, at length, on every workload.
+_NOT_EMPTY = re.compile(r".+", re.DOTALL)
 ADD_ROWS = "add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog refresh"
 
 
@@ -596,7 +598,7 @@ class _SpecReader(Reader):
         name = self.dns_label(path + ("name",), value["name"])
         cloud_name = self.choice(path + ("cloud",), value["cloud"], CLOUDS.names(), CLOUDS.aliases())
         cloud = CLOUDS.get(cloud_name) if cloud_name else None
-        region = self.string(path + ("region",), value["region"])
+        region = self.string(path + ("region",), value["region"], pattern=_NOT_EMPTY, rule="a region name, not empty")
         if cloud and region:
             known = self.catalog.regions(cloud.name)
             if region not in known:
