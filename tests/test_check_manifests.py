@@ -259,3 +259,22 @@ def test_a_manifests_folder_of_too_many_documents_is_refused_before_parsing(tmp_
     pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n"
     code, out = _cli(tmp_path, capsys, monkeypatch, "---\n".join([pod] * 40_000))
     assert code == 2 and "more than 5,000 YAML documents" in out.err and "Traceback" not in out.err
+
+
+@pytest.mark.parametrize("text, stored", [("0.0000000001", Fraction(1, 10**9)), ("1.5n", Fraction(2, 10**9)),
+                                          ("1e-10", Fraction(1, 10**9)), ("100m", Fraction(1, 10))])
+def test_a_quantity_is_read_as_the_api_server_keeps_it_rounded_up_to_whole_nanounits(text, stored):
+    assert parse_quantity(text) == stored
+
+
+def test_a_request_finer_than_the_api_server_keeps_is_reported_with_what_it_stores():
+    [found] = _with("aws-prod", "llm-pretrain", lambda o: _resources(o, cpu="2.0000000001"))
+    assert found.level == WARNING and found.path.endswith("resources.requests.cpu")
+    assert "'2.0000000001' is finer than the API server keeps" in found.message and "2000000001n" in found.message
+    # A limit of an init container is found where it is written.
+    def init_limit(obj):
+        pod_spec(obj)["initContainers"] = [{"name": "prep", "image": "busybox",
+                                            "resources": {"limits": {"memory": "64.0000000001Mi"}}}]
+    [found] = _with("aws-prod", "llm-pretrain", init_limit)
+    assert found.path.endswith("initContainers[0].resources.limits.memory") and "'64.0000000001Mi'" in found.message
+    assert _with("aws-prod", "llm-pretrain", lambda o: _resources(o, cpu="1500m")) == []

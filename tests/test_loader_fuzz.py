@@ -229,3 +229,14 @@ def test_merge_keys_count_against_the_alias_budget():
     with pytest.raises(SpecError) as info:
         load_text("\n".join(levels) + "\n", "spec.yaml")
     assert f"at most {MAX_NODES:,}" in str(info.value)
+
+
+def test_an_empty_region_is_refused_at_the_region_not_on_every_workload():
+    """Found by the replacement fuzz: `region: ""` passed the target and every workload reported the catalog's
+    regions at length (over the message bound)."""
+    doc = copy.deepcopy(EXAMPLE_DOC)
+    doc["targets"][3]["region"] = ""
+    with pytest.raises(SpecError) as info:
+        build_plan(load_text(yaml.safe_dump(doc), "spec.yaml"))
+    [problem] = info.value.problems
+    assert problem.path == "targets[3].region" and "not empty" in problem.message

@@ -18,8 +18,9 @@ DRA = "dra"
 GPU_ALLOCATIONS = (DEVICE_PLUGIN, DRA)
 
 # resource.k8s.io/v1 (the API the claims are written for) is served from Kubernetes 1.34, where DRA went GA
-# (https://kubernetes.io/blog/2025/09/01/kubernetes-v1-34-dra-updates/). The spec has no cluster version, so
-# the minimum is a documented requirement of every DRA target (a plan note), not a check.
+# (https://kubernetes.io/blog/2025/09/01/kubernetes-v1-34-dra-updates/). A target below it
+# (`targets[].kubernetes_version`) is refused at settings.gpu_allocation; one that gives no version gets a
+# plan note saying the minimum was not checked.
 MIN_KUBERNETES = "1.34"
 MIN_KUBERNETES_SOURCE = "https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/"
 
@@ -42,6 +43,9 @@ class DraSupport:
     refused_modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # What a person must know per sharing mode under DRA (a warning on the pools of that mode).
     mode_notes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # The Kubernetes minor version a sharing mode needs under DRA with this provisioner: mode -> "1.36".
+    # A target below it is refused; at or above it the mode's note is not needed; without a version, the note.
+    mode_minimums: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # Where the NVIDIA driver lives on its nodes when the cloud's DRA guide says (else from the node image).
     driver_root: str = ""
     # What the cluster must run, for the plan's target notes.

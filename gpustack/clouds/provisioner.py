@@ -70,6 +70,18 @@ class NodeTemplate:
     gpus: int
 
 
+@dataclasses.dataclass(frozen=True)
+class KubernetesMinimum:
+    """The first version of the cluster a feature of the provisioner works on, with its source. The target's
+    `kubernetes_version` is a minor version, so a target below `minor` is refused; on `minor` itself a
+    cloud's patch-level minimum (`exact`) stays a note, as the provisioner's pool notes say it."""
+
+    feature: str  # what needs it, for people
+    minor: str  # MAJOR.MINOR, compared with targets[].kubernetes_version
+    exact: str  # the cloud's own spelling of the first version that has it (a patch level, with its build suffix)
+    source: str
+
+
 class Provisioner:
     """Base class of a provisioner; facts as class attributes, each next to its source."""
 
@@ -189,6 +201,13 @@ class Provisioner:
         """Notes on a compiled pool that only this provisioner can give (default: none)."""
         del pool
         return ()
+
+    def kubernetes_minimums(self, pools: Sequence[Pool], fallback: bool) -> list[tuple[tuple[str, ...], KubernetesMinimum]]:
+        """What the planned pools need of the cluster's version, per feature with the pools that use it (the
+        target's own features: no pool names); `fallback`: whether the target has fallback groups. Default:
+        nothing beyond what every cluster runs."""
+        del pools, fallback
+        return []
 
     def target_notes(self) -> list[str]:
         """What a person deploying a target with this provisioner must know (default: nothing)."""

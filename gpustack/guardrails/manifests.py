@@ -26,9 +26,9 @@ from typing import Any
 
 from gpustack.clouds import CLOUDS
 from gpustack.clouds.base import CLASS_PRIORITIES
-from gpustack.errors import Location
+from gpustack.errors import Location, show
 from gpustack.guardrails import dra_manifests
-from gpustack.guardrails.quantity import effective_request, parse_quantity
+from gpustack.guardrails.quantity import PRECISION, PRECISION_SOURCE, effective_request, imprecise, parse_quantity
 from gpustack.guardrails.queue_labels import queue_problems
 from gpustack.plan.model import PodRequest, Pool, Taint, TargetPlan
 from gpustack.plan.pools import CHECKPOINTING_LABEL, POOL_LABEL, WORKLOAD_LABEL
@@ -451,6 +451,7 @@ def _node_fit(obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any],
                                        f"{resource}: {exc}; the API server refuses the object",
                                        f"write it as Kubernetes does, e.g. {dict(request.resources).get(resource)}"))
             continue
+        out.extend(_imprecise(obj, request, pod_spec, resource))
         if found is None or not offered or None in offered.values():
             continue
         amount, index, field = found
@@ -472,6 +473,26 @@ def _node_fit(obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any],
         out.append(ManifestFinding(level, obj.doc.where(path), path_str(path), obj.title, request.workload, message,
                                    f"ask at most {_shown(largest, resource)} (the plan sizes it {planned})"))
     return out
+
+
+def _imprecise(obj: _Object, request: PodRequest, pod_spec: Mapping[str, Any], resource: str
+               ) -> list[ManifestFinding]:
+    """A request or limit finer than the API server keeps: it is stored rounded up, so the object reads back
+    other than it was written (and `kubectl apply` or a GitOps sync sees a change every time)."""
+    out = []
+    for index, field, written, stored in imprecise(pod_spec, resource):
+        containers = "containers" if index >= 0 else "initContainers"
+        path = (*obj.template, "spec", containers, index if index >= 0 else -1 - index, "resources", field, resource)
+        out.append(ManifestFinding(WARNING, obj.doc.where(path), path_str(path), obj.title, request.workload,
+                                   f"{resource} {show(written)} is finer than the API server keeps (whole "
+                                   f"nanounits, {PRECISION_SOURCE}): it stores {_nanos(stored)}",
+                                   f"write {_nanos(stored)}, what the API server keeps"))
+    return out
+
+
+def _nanos(value: Fraction) -> str:
+    """A quantity the API server keeps, in its exact n-suffixed form."""
+    return f"{int(value / PRECISION)}n"
 
 
 def _shown(value: Fraction, resource: str) -> str:

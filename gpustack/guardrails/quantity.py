@@ -2,7 +2,8 @@
 
 Quantities follow apimachinery's grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go,
 `ParseQuantity`): a signed decimal number and one suffix, binary (Ki Mi Gi Ti Pi Ei), decimal (n u m
-k M G T P E) or an exponent (e3, E-2). Values are exact fractions, never floats, so "100m" is 1/10.
+k M G T P E) or an exponent (e3, E-2). Values are exact fractions, never floats, so "100m" is 1/10; a
+value finer than the API server keeps (1n) is rounded up as it rounds it (`kept`), and `imprecise` says where.
 
 A pod's effective request of a resource (what the scheduler fits, KEP-753 sidecars included:
 https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers)
@@ -13,6 +14,7 @@ container without a request takes its limit (the API server defaults one to the 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -27,10 +29,22 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
 # "No matter which of the three exponent forms is used, no quantity may represent a number greater than
 # 2^63-1 in magnitude" (k8s.io/apimachinery/pkg/api/resource/quantity.go, the Quantity doc comment).
 MAX_QUANTITY = Fraction(2**63 - 1)
+# What the API server keeps of a finer quantity: ParseQuantity "rounds non-zero values up to the minimum
+# representable value" (`amount.Round(amount, Nano.infScale(), inf.RoundUp)`, away from zero, in
+# k8s.io/apimachinery/pkg/api/resource/quantity.go). The doc comment above it still says "nor may it have more
+# than 3 decimal places ... 0.1m will rounded up to 1m"; the code keeps nine, 1n, and gpustack follows the code.
+PRECISION = Fraction(1, 10**9)
+PRECISION_SOURCE = "k8s.io/apimachinery/pkg/api/resource/quantity.go ParseQuantity"
 
 
-def parse_quantity(value: object) -> Fraction | None:
-    """The quantity's exact value, or None when the API server would refuse it."""
+def kept(value: Fraction) -> Fraction:
+    """`value` as the API server stores it: rounded away from zero to a whole number of nanounits."""
+    units = math.ceil(abs(value) / PRECISION)
+    return units * PRECISION if value >= 0 else -units * PRECISION
+
+
+def parse_written(value: object) -> Fraction | None:
+    """The quantity's exact value as written, or None when the API server would refuse it."""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         return None
     text = str(value) if isinstance(value, str) or abs(value) <= MAX_QUANTITY else ""
@@ -45,6 +59,30 @@ def parse_quantity(value: object) -> Fraction | None:
     elif match["exponent"] is not None:
         number *= Fraction(10) ** int(match["exponent"])
     return number if abs(number) <= MAX_QUANTITY else None
+
+
+def parse_quantity(value: object) -> Fraction | None:
+    """The quantity's value as the API server keeps it (`kept`), or None when it would refuse it."""
+    written = parse_written(value)
+    return None if written is None else kept(written)
+
+
+def imprecise(pod_spec: Mapping[str, Any], resource: str) -> list[tuple[int, str, Any, Fraction]]:
+    """Requests and limits of `resource` finer than the API server keeps: (container index, as in
+    `effective_request`, field, the value as written, what the API server keeps)."""
+    found = []
+    containers, inits = (_list(pod_spec.get(field)) for field in ("containers", "initContainers"))
+    indexed = [*enumerate(containers), *((-1 - i, c) for i, c in enumerate(inits))]
+    for index, container in indexed:
+        resources = container.get("resources") if isinstance(container, Mapping) else None
+        for field in ("requests", "limits"):
+            values = resources.get(field) if isinstance(resources, Mapping) else None
+            if not isinstance(values, Mapping) or resource not in values:
+                continue
+            written = parse_written(values[resource])
+            if written is not None and kept(written) != written:
+                found.append((index, field, values[resource], kept(written)))
+    return found
 
 
 def _list(value: Any) -> Sequence[Any]:

@@ -20,6 +20,7 @@ from gpustack.clouds.dra import DRA, MIN_KUBERNETES, MIN_KUBERNETES_SOURCE
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.plan import claims
 from gpustack.plan.model import Placement, PodRequest, Pool
+from gpustack.spec.kubernetes import older
 from gpustack.spec.model import HOURS_PER_MONTH, Spec, Target
 
 Path = tuple[str | int, ...]
@@ -48,7 +49,7 @@ def apply(spec: Spec, target: Target, provisioner: Provisioner, pools: Sequence[
                        ((where, f"gpu_allocation 'dra' is not available with {provisioner.description}: "
                                 f"{support.refusal}; use gpu_allocation: device-plugin or another provisioner"),),
                        (), ())
-    problems: list[tuple[Path, str]] = []
+    problems: list[tuple[Path, str]] = list(_version_problems(target, provisioner, pools))
     warnings: list[tuple[str, str, str | None, str | None]] = []
     gpu_pools = [p for p in pools if p.gpus_per_node]
     for mode, why in sorted(support.refused_modes.items()):
@@ -75,11 +76,33 @@ def apply(spec: Spec, target: Target, provisioner: Provisioner, pools: Sequence[
     labels = dict(support.node_labels)
     out_pools = tuple(dataclasses.replace(p, node_offers=(), labels=tuple(sorted({**dict(p.labels), **labels}.items())))
                       if p.gpus_per_node else p for p in pools)
-    warnings.extend(_costs(support_pools(out_pools), provisioner))
+    warnings.extend(_costs(support_pools(out_pools), provisioner, target.kubernetes_version))
+    unchecked = "" if target.kubernetes_version else "; the version is not checked: the target gives no kubernetes_version"
     notes = (f"gpu_allocation dra: the cluster must run Kubernetes {MIN_KUBERNETES} or later (resource.k8s.io/v1, "
              f"{MIN_KUBERNETES_SOURCE}) and NVIDIA's DRA driver {claims.DRIVER_RELEASE} ({claims.DRIVER_SOURCE}) on "
-             "the GPU nodes instead of the device plugin",) + support.notes
+             f"the GPU nodes instead of the device plugin{unchecked}",) + support.notes
     return Outcome(out_pools, tuple(out_requests), tuple(problems), tuple(warnings), notes)
+
+
+def _version_problems(target: Target, provisioner: Provisioner, pools: Sequence[Pool]) -> list[tuple[Path, str]]:
+    """DRA, and the sharing modes the provisioner plans under DRA, below the target's Kubernetes version."""
+    where: Path = ("targets", target.index, "settings", "gpu_allocation")
+    version = target.kubernetes_version
+    if older(version, MIN_KUBERNETES):
+        return [(where, f"gpu_allocation 'dra' needs Kubernetes {MIN_KUBERNETES} or later, where resource.k8s.io/v1 "
+                        f"(the API of the claims gpustack writes) is served ({MIN_KUBERNETES_SOURCE}); target "
+                        f"{target.name!r} gives kubernetes_version {version}: upgrade the cluster and set "
+                        f"kubernetes_version, or use gpu_allocation: device-plugin")]
+    found = []
+    for mode, minimum in sorted(provisioner.dra.mode_minimums.items()):
+        names = [p.name for p in pools if p.gpus_per_node and p.sharing.mode == mode]
+        if names and older(version, minimum):
+            found.append((where, f"pools {', '.join(names)} share GPUs by {mode} under DRA, which "
+                                 f"{provisioner.description} plans on Kubernetes {minimum} or later only "
+                                 f"({provisioner.dra.source}); target {target.name!r} gives kubernetes_version "
+                                 f"{version}: upgrade the cluster and set kubernetes_version, or use "
+                                 "gpu_allocation: device-plugin"))
+    return found
 
 
 def support_pools(pools: Sequence[Pool]) -> tuple[Pool, ...]:
@@ -118,7 +141,8 @@ def _claim(spec: Spec, request: PodRequest, pool: Pool, placement: Placement
                   "gpu_allocation: device-plugin")
 
 
-def _costs(pools: Sequence[Pool], provisioner: Provisioner) -> list[tuple[str, str, str | None, str | None]]:
+def _costs(pools: Sequence[Pool], provisioner: Provisioner, version: str | None
+           ) -> list[tuple[str, str, str | None, str | None]]:
     """Warnings for what works at a cost: pools at zero the autoscaler cannot wake, alpha switches, shared
     GPUs across workloads, alpha sharing gates."""
     support = provisioner.dra
@@ -137,6 +161,8 @@ def _costs(pools: Sequence[Pool], provisioner: Provisioner) -> list[tuple[str, s
         names = ", ".join(p.name for p in pools)
         out.append(("dra-switch", f"pools {names}: {support.switch}", None, None))
     for mode, note in sorted(support.mode_notes.items()):
+        if mode in support.mode_minimums and version is not None:
+            continue  # checked against the target's version instead (_version_problems)
         for pool in pools:
             if pool.sharing.mode == mode:
                 out.append(("dra-sharing", f"pool {pool.name!r}: {note}", None, pool.name))

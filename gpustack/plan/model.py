@@ -494,6 +494,7 @@ class TargetPlan:
     queueing: Queueing | None = None  # settings.queue: Kueue's flavors, team quotas and each Job's queue
     gpu_allocation: str = "device-plugin"  # how pods get GPUs: device-plugin | dra (settings.gpu_allocation)
     ladders: tuple[Ladder, ...] = ()  # per training / fine-tuning workload, by name
+    kubernetes_version: str | None = None  # targets[].kubernetes_version (MAJOR.MINOR); None: not given, not checked
 
     def pool(self, name: str) -> Pool:
         for pool in self.pools:
@@ -730,6 +731,8 @@ def _target(t: TargetPlan) -> dict[str, Any]:
         "queue": None if t.queueing is None else t.queueing.to_dict(),
         "gpu_allocation": t.gpu_allocation,
         "capacity_ladders": [_ladder(ladder) for ladder in t.ladders],
+        # Only when the spec gives one: absent from the JSON means not given, so not checked.
+        **({"kubernetes_version": t.kubernetes_version} if t.kubernetes_version is not None else {}),
     }
 
 

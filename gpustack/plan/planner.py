@@ -19,7 +19,7 @@ from gpustack.clouds import CLOUDS, Cloud, Feature
 from gpustack.clouds.provisioner import Provisioner
 from gpustack.errors import Problem, SpecError
 from gpustack.plan import cost as costing
-from gpustack.plan import alternatives, dra, fallback, idle, ladder, offers, pool_types, queues, timebox
+from gpustack.plan import alternatives, dra, fallback, idle, ladder, offers, pool_types, queues, timebox, versions
 from gpustack.plan.asks import Ask, AskError, decide
 from gpustack.plan.choices import (
     Part, accepted_capacities, binding_field, capacity_parts, choose_instance, fitting_rows,
@@ -35,6 +35,7 @@ from gpustack.plan.pools import (
 )
 from gpustack.plan.queueing import Queueing
 from gpustack.plan.prices import PriceBook
+from gpustack.spec import kubernetes
 from gpustack.spec.autostop import DETECTED
 from gpustack.spec.load import pinned_key
 from gpustack.spec.model import HOURS_PER_MONTH, Availability, Spec, Target, Workload
@@ -166,6 +167,8 @@ class _TargetPlanner:
         planned = dataclasses.replace(planned, queueing=queueing,
                                       notes=planned.notes + (queues.notes(queueing) if queueing else ()),
                                       warnings=planned.warnings + self.queue_warnings(queueing))
+        for path, message in versions.problems(self.target, self.provisioner, tuple(pools)):
+            self.problem(None, "", message, path=path)
         return dataclasses.replace(planned, pod_requests=owned,
                                    provisioner=self.provisioner.name, fallback_groups=fallback.fallback_groups(pools),
                                    autostop=str(self.target.setting("autostop", "cronjob")),
@@ -173,7 +176,9 @@ class _TargetPlanner:
                                    api_server_cidrs=self.api_server_cidrs(),
                                    scaled_by_keda=keda, ladders=ladder.ladders(pools, workloads),
                                    gpu_allocation=str(self.target.setting("gpu_allocation", "device-plugin")),
-                                   notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies))))
+                                   kubernetes_version=self.target.kubernetes_version,
+                                   notes=planned.notes + tuple(idle.notes(self.target, keda, self.not_culled(policies)))
+                                   + kubernetes.not_checked_notes(self.spec.workloads, self.target))
 
     def queueing(self, pools: tuple[Pool, ...], requests: tuple[PodRequest, ...]) -> Queueing | None:
         """settings.queue: the queues, flavors and quotas of the target's training and fine-tuning."""

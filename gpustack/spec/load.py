@@ -19,6 +19,7 @@ from gpustack.errors import Problem, SpecError, did_you_mean, one_of, show
 from gpustack.files import FileRefused, read_limited
 from gpustack.spec import units
 from gpustack.spec.idle import check_prometheus
+from gpustack.spec.kubernetes import check_kubernetes_versions, read_kubernetes_version
 from gpustack.spec.alternatives import gpu_alternatives, read_alternatives
 from gpustack.spec.discount import read_discount
 from gpustack.spec.fields import WORKLOAD_FIELDS, WORKLOAD_KEYS, WORKLOAD_OPTIONAL, WorkloadRead
@@ -50,7 +51,9 @@ TOP_KEYS = ("version", "name", "targets", "workloads")
 TOP_OPTIONAL = ("labels", "pricing", "catalog", "pools")
 EXTENSION_PREFIX = "x-"  # top-level keys gpustack ignores: a place for shared defaults
 TARGET_KEYS = ("name", "cloud", "region", "cluster")
-TARGET_OPTIONAL = ("settings", "workloads")
+TARGET_OPTIONAL = ("settings", "workloads", "kubernetes_version")
+# An empty region matches no catalog row and would only be reported, at length, on every workload.
+_NOT_EMPTY = re.compile(r".+", re.DOTALL)
 ADD_ROWS = "add rows with --catalog FILE (or `catalog: FILE` in the spec), or run gpustack catalog refresh"
 
 
@@ -117,6 +120,7 @@ class _SpecReader(Reader):
             self.check_pins(targets, workloads)
         self.check_prices_used(pricing, targets)
         check_prometheus(self, targets, workloads)
+        check_kubernetes_versions(self, targets, workloads)
         if self.problems:
             raise SpecError(self.problems)
         return Spec(1, name, labels, pricing, tuple(targets), tuple(workloads), self.doc, self.catalog, split_by,
@@ -481,7 +485,7 @@ class _SpecReader(Reader):
         name = self.dns_label(path + ("name",), value["name"])
         cloud_name = self.choice(path + ("cloud",), value["cloud"], CLOUDS.names(), CLOUDS.aliases())
         cloud = CLOUDS.get(cloud_name) if cloud_name else None
-        region = self.string(path + ("region",), value["region"])
+        region = self.string(path + ("region",), value["region"], pattern=_NOT_EMPTY, rule="a region name, not empty")
         if cloud and region:
             known = self.catalog.regions(cloud.name)
             if region not in known:
@@ -501,6 +505,7 @@ class _SpecReader(Reader):
             if not re.fullmatch(pattern, cluster):
                 self.problem(path + ("cluster",), f"{show(cluster)} is not {rule}")
         settings = self.settings(path + ("settings",), value.get("settings", {}), cloud)
+        kubernetes_version = read_kubernetes_version(self, path, value)
         chosen = tuple(workload_names)
         if "workloads" in value:
             listed = self.sequence(path + ("workloads",), value["workloads"], min_items=0, what="workload name")
@@ -520,7 +525,7 @@ class _SpecReader(Reader):
         if len(self.problems) > before:
             return BAD
         assert cloud is not None  # a target without a known cloud has a problem
-        return Target(name, cloud.name, region, cluster, settings, chosen, index)
+        return Target(name, cloud.name, region, cluster, settings, chosen, index, kubernetes_version)
 
     def settings(self, path: Path, value: Any, cloud: Any) -> Any:
         if cloud is None:

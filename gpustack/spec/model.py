@@ -232,6 +232,7 @@ class Target:
     settings: tuple[tuple[str, object], ...]
     workloads: tuple[str, ...]  # names, in spec order of `workloads`
     index: int
+    kubernetes_version: str | None = None  # MAJOR.MINOR (gpustack/spec/kubernetes.py); None: not checked
 
     def setting(self, key: str, default: object = None) -> object:
         return dict(self.settings).get(key, default)

@@ -142,6 +142,8 @@ class Karpenter(KarpenterProvisioner):
                 "needs Kubernetes 1.34 or later; https://karpenter.sh/docs/tasks/dra/)"),
         mode_notes={"time-slicing": "Karpenter plans time-sliced DRA GPUs on Kubernetes 1.36 or later only "
                                     "(https://karpenter.sh/docs/tasks/dra/)"},
+        # "DRA requires Kubernetes 1.34 or later. GPU time-slicing requires Kubernetes 1.36 or later."
+        mode_minimums={"time-slicing": "1.36"},
         source="https://karpenter.sh/docs/tasks/dra/",
     )
     backend = "karpenter_backend"

@@ -8,18 +8,27 @@ them to pulumi-gcp arguments.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpustack.clouds.dra import DraSupport
 from gpustack.clouds._enums import EnumValue, enum_problems
 from gpustack.clouds.base import COMPUTE_CLASS, FallbackMechanism, Feature
 from gpustack.clouds.gcp import facts
-from gpustack.clouds.provisioner import Provisioner
+from gpustack.clouds.provisioner import KubernetesMinimum, Provisioner
 from gpustack.clouds.compiled import CompiledPool
 
 if TYPE_CHECKING:
     from gpustack.plan.model import Pool
     from gpustack.spec.model import Target
+
+# What the cluster must run for a ComputeClass fallback (GKE 1.30.3-gke.1451000 or later, Standard and Autopilot)
+# and for flex-start GPUs, as minimums of targets[].kubernetes_version.
+_CLASS_MINIMUM = KubernetesMinimum("spot first, on-demand fallback through a custom ComputeClass", "1.30",
+                                   "1.30.3-gke.1451000",
+                                   "https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes")
+_FLEX_MINIMUM = KubernetesMinimum("flex-start GPUs", "1.32", facts.FLEX_VERSION,
+                                  "https://cloud.google.com/kubernetes-engine/docs/concepts/dws")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +133,14 @@ class NodePools(Provisioner):
             consume_reservation_type=facts.FLEX_RESERVATION_AFFINITY if pool.flex else None,
         )
 
+    def kubernetes_minimums(self, pools: Sequence[Pool], fallback: bool) -> list[tuple[tuple[str, ...], KubernetesMinimum]]:
+        found: list[tuple[tuple[str, ...], KubernetesMinimum]] = []
+        if fallback:
+            found.append(((), _CLASS_MINIMUM))
+        if flex := tuple(p.name for p in pools if p.flex is not None):
+            found.append((flex, _FLEX_MINIMUM))
+        return found
+
     def pool_notes(self, pool: Pool) -> tuple[str, ...]:
         if pool.flex is None:
             return ()
@@ -175,7 +192,7 @@ class NodePools(Provisioner):
         COMPUTE_CLASS,
         pool_marker="cloud.google.com/compute-class",
         api_version="cloud.google.com/v1",
-        user_action="run GKE 1.30.3-gke.1451000 or later and select the class in the pods "
+        user_action=f"run GKE {_CLASS_MINIMUM.exact} or later and select the class in the pods "
                     "(nodeSelector cloud.google.com/compute-class: <class>)",
         source="https://cloud.google.com/kubernetes-engine/docs/concepts/about-custom-compute-classes",
     )
