@@ -323,41 +323,40 @@ def _balanced_assignable(items: Sequence[Item], index: dict[str, int], need: Cou
         return False
     cpu = [node.cpu] * nodes
     memory = [node.memory_gib] * nodes
-    free = [list(need) for _ in range(nodes)]
-
-    def room(n: int) -> float:
-        return (cpu[n] / node.cpu if node.cpu else 0.0) + (memory[n] / node.memory_gib if node.memory_gib else 0.0)
-
-    heaps: list[list[tuple[float, int]]] = [[(-room(n), n) for n in range(nodes)] if need[p] else []
+    free = [[need[p]] * nodes for p in range(len(need))]  # per profile, per node: instances left
+    room = [_room(node.cpu, node.memory_gib, node)] * nodes  # kept in step with cpu and memory
+    heaps: list[list[tuple[float, int]]] = [[(-room[n], n) for n in range(nodes)] if need[p] else []
                                             for p in range(len(need))]
     for heap in heaps:
         heapq.heapify(heap)
-
-    def hunger(item: Item) -> float:
-        return (item.cpu / node.cpu if node.cpu else 0.0) + (item.memory_gib / node.memory_gib if node.memory_gib else 0.0)
-
-    for item in sorted(items, key=lambda i: (-hunger(i), i.workload)):
+    for item in sorted(items, key=lambda i: (-_room(i.cpu, i.memory_gib, node), i.workload)):  # hungriest first
         p = index[item.profile]  # type: ignore[index]
-        heap = heaps[p]
+        heap, left, want_cpu, want_memory = heaps[p], free[p], item.cpu, item.memory_gib
         for _ in range(item.count):
             while heap:
                 stored, n = heap[0]
-                if not free[n][p]:
+                if not left[n]:
                     heapq.heappop(heap)  # no instance of this profile left on it
-                elif -stored != room(n):
-                    heapq.heapreplace(heap, (-room(n), n))  # room taken by another profile: re-queued
+                elif -stored != room[n]:
+                    heapq.heapreplace(heap, (-room[n], n))  # room taken by another profile: re-queued
                 else:
                     break
             if not heap:
                 return False
             n = heap[0][1]
-            if cpu[n] + 1e-9 < item.cpu or memory[n] + 1e-9 < item.memory_gib:
+            if cpu[n] + 1e-9 < want_cpu or memory[n] + 1e-9 < want_memory:
                 return False  # the roomiest node left cannot take it in one dimension at least
-            cpu[n] -= item.cpu
-            memory[n] -= item.memory_gib
-            free[n][p] -= 1
-            heapq.heapreplace(heap, (-room(n), n))
+            cpu[n] -= want_cpu
+            memory[n] -= want_memory
+            left[n] -= 1
+            room[n] = _room(cpu[n], memory[n], node)
+            heapq.heapreplace(heap, (-room[n], n))
     return True
+
+
+def _room(cpu: float, memory: float, node: NodeShape) -> float:
+    """CPU and memory as shares of a node's (summed): a node's room left, or a replica's hunger."""
+    return (cpu / node.cpu if node.cpu else 0.0) + (memory / node.memory_gib if node.memory_gib else 0.0)
 
 
 def _first_fit_assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int,
