@@ -135,6 +135,16 @@ class _TargetPlanner:
                 demands[key].append(demand)
         if len(self.problems) > before:
             return None
+        pools, pod_requests = self.compiled(self.placed_pools(demands, zones))
+        if len(self.problems) > before:
+            return None
+        planned = costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
+                                    self.catalog, self.provisioner, tuple(self.warnings), tuple(self.notes))
+        return self.completed(planned, pools, pod_requests, workloads, before)
+
+    def placed_pools(self, demands: dict[PoolKey, list[Demand]], zones: tuple[str, ...]) -> list[Pool]:
+        """The pools of the demands, each on one instance type, built, timeboxed, spread over types and
+        placed in zones, in name order."""
         retyped = self.one_type_per_pool(demands)
         demands = defaultdict(list, retyped.demands)
         self.note_split_mig(demands)
@@ -145,7 +155,10 @@ class _TargetPlanner:
         self.check_names(pools)
         self.check_reservation_settings(pools)
         pools = [self.over_types(pool) for pool in pools]
-        pools = [self.placed(pool, zones) for pool in pools]
+        return [self.placed(pool, zones) for pool in pools]
+
+    def compiled(self, pools: list[Pool]) -> tuple[list[Pool], tuple[PodRequest, ...]]:
+        """The pools with their fallback marks, offers and compiled form, checked; the pods' requests."""
         pools = list(fallback.mark_pools(pools, self.provisioner))  # a ComputeClass: the pools' label and taint
         annotated, pod_requests, gaps = offers.annotate(pools, self.provisioner)
         pools = list(annotated)
@@ -170,10 +183,12 @@ class _TargetPlanner:
             self.check_labels(pool)
             if gap := self.provisioner.floor_gap(pool):
                 self.warn("floor-upgrade", gap, pool=pool.name)
-        if len(self.problems) > before:
-            return None
-        planned = costing.summarise(self.target, tuple(pools), workloads, self.rows, self.prices,
-                                    self.catalog, self.provisioner, tuple(self.warnings), tuple(self.notes))
+        return pools, pod_requests
+
+    def completed(self, planned: TargetPlan, pools: list[Pool], pod_requests: tuple[PodRequest, ...],
+                  workloads: list[Workload], before: int) -> TargetPlan | None:
+        """The target's plan with its queues, pod requests, idle policies and ladders; None where the
+        queues found problems (more than `before`)."""
         policies = idle.policies(self.spec, self.target)
         keda = idle.scaled_by_keda(self.spec, self.target, tuple(pools), policies)
         url = self.target.setting("prometheus_url")
