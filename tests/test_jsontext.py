@@ -48,6 +48,14 @@ def test_the_example_plan_is_written_as_json_dumps_writes_it() -> None:
     assert plan.to_json() == _stdlib(plan.to_dict()) + "\n"
 
 
+def test_a_large_value_is_written_as_json_dumps_writes_it() -> None:
+    """Large enough that written containers are joined into one piece at several depths."""
+    value = {"targets": [{"pools": [{"name": f"p{i}", "workloads": [f"w{j}" for j in range(i % 700)],
+                                     "sizes": {str(j): j / 3 for j in range(i % 300)}} for i in range(60)]}
+                         for _ in range(3)]}
+    assert indented_json(value) == _stdlib(value)
+
+
 class _Label(str):
     pass
 

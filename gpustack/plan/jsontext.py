@@ -14,6 +14,7 @@ from json.encoder import encode_basestring  # the C function when available, as 
 from typing import Any
 
 _INDENT = "  "
+_PIECES = 512  # a container written in more pieces than this is joined into one
 _INFINITY = float("inf")
 
 
@@ -69,6 +70,12 @@ def indented_json(value: object) -> str:
     append = out.append
     names: dict[str, str] = {}  # a key's text with its colon: the plan repeats a few hundred keys
 
+    def joined(start: int) -> None:
+        """A written container's many small pieces as one string: a platform's plan is tens of millions
+        of pieces, which as separate strings took several times the memory of the text."""
+        if len(out) - start >= _PIECES:
+            out[start:] = ["".join(out[start:])]
+
     def write(value: object, level: int) -> None:
         kind = type(value)
         if kind is dict:
@@ -88,6 +95,7 @@ def indented_json(value: object) -> str:
         if not value:
             append("{}")
             return
+        start = len(out)
         inner = "\n" + _INDENT * (level + 1)
         lead, separator = "{" + inner, "," + inner
         for key, item in value.items():
@@ -106,11 +114,13 @@ def indented_json(value: object) -> str:
                 write(item, level + 1)
             lead = separator
         append("\n" + _INDENT * level + "}")
+        joined(start)
 
     def write_list(value: list[Any] | tuple[Any, ...], level: int) -> None:
         if not value:
             append("[]")
             return
+        start = len(out)
         inner = "\n" + _INDENT * (level + 1)
         lead, separator = "[" + inner, "," + inner
         for item in value:
@@ -121,6 +131,7 @@ def indented_json(value: object) -> str:
                 write(item, level + 1)
             lead = separator
         append("\n" + _INDENT * level + "]")
+        joined(start)
 
     write(value, 0)
     return "".join(out)
