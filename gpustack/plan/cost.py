@@ -81,11 +81,25 @@ def replica_rate(workload: Workload, rows: tuple[InstanceType, ...], prices: Pri
     return ReplicaRate(on_demand[0], spot[0], prices.reserved(row).usd_per_node_hour / k, row.name)
 
 
+def _rates(workloads: list[Workload], rows: tuple[InstanceType, ...], prices: PriceBook,
+           provisioner: Provisioner) -> dict[str, ReplicaRate]:
+    """`replica_rate` of each workload, computed once per what it depends on (GPU model, whole GPUs,
+    CPU, memory): a platform's thousands of workloads have a few dozen such shapes."""
+    by_shape: dict[tuple[object, ...], ReplicaRate] = {}
+    out = {}
+    for workload in workloads:
+        shape = (workload.gpu, whole_gpus(workload), workload.cpu, workload.memory_gib)
+        if shape not in by_shape:
+            by_shape[shape] = replica_rate(workload, rows, prices, provisioner)
+        out[workload.name] = by_shape[shape]
+    return out
+
+
 def summarise(target: Target, pools: tuple[Pool, ...], workloads: list[Workload], rows: tuple[InstanceType, ...],
               prices: PriceBook, catalog: Catalog, provisioner: Provisioner, warnings: tuple[Warning, ...],
               notes: tuple[str, ...]) -> TargetPlan:
     active = [w for w in workloads if w.replicas.max]
-    rates = {w.name: replica_rate(w, rows, prices, provisioner) for w in active}
+    rates = _rates(active, rows, prices, provisioner)
     counted = [p for p in pools if p.role != "fallback"]
     row_of = {r.name: r for r in rows}
 

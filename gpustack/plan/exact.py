@@ -220,20 +220,8 @@ def solve_fractions(sizes: dict[int, int], capacity: int, node_limit: int = NODE
     are placed largest first, so an arc starts only where larger items can end (fewer symmetric paths).
     """
     order = sorted(sizes, reverse=True)
-    reachable = {0}
-    starts: dict[int, list[int]] = {}
-    for size in order:
-        # An item of this size starts after larger items and fewer than `count` items of its own size.
-        begin = {v + j * size for v in reachable for j in range(sizes[size]) if v + (j + 1) * size <= capacity}
-        starts[size] = sorted(begin)
-        reachable |= {v + size for v in begin}
+    arcs = _arcs(sizes, order, capacity)
     model = _Model()
-    arcs: list[tuple[int, int, int]] = []  # (start, end, size); size 0 = room left unused
-    for size in order:
-        for v in starts[size]:
-            arcs.append((v, v + size, size))
-    for v in range(capacity):
-        arcs.append((v, v + 1, 0))
     flow = [model.var(sizes[s] if s else _INF, 0.0) for _, _, s in arcs]
     gpus = model.var(_INF, 1.0)
     balance: dict[int, dict[int, float]] = {v: {} for v in range(capacity + 1)}
@@ -249,14 +237,31 @@ def solve_fractions(sizes: dict[int, int], capacity: int, node_limit: int = NODE
     values, proved = model.solve(node_limit)
     if values is None:
         return None
-    left = [int(values[f]) for f in flow]
+    return _paths(arcs, [int(values[f]) for f in flow], int(values[gpus]), capacity), proved
+
+
+def _arcs(sizes: dict[int, int], order: list[int], capacity: int) -> list[tuple[int, int, int]]:
+    """(start, end, size) of each arc: items where they may start, then unit arcs of unused room (size 0)."""
+    reachable = {0}
+    arcs: list[tuple[int, int, int]] = []
+    for size in order:
+        # An item of this size starts after larger items and fewer than `count` items of its own size.
+        begin = {v + j * size for v in reachable for j in range(sizes[size]) if v + (j + 1) * size <= capacity}
+        arcs.extend((v, v + size, size) for v in sorted(begin))
+        reachable |= {v + size for v in begin}
+    arcs.extend((v, v + 1, 0) for v in range(capacity))
+    return arcs
+
+
+def _paths(arcs: list[tuple[int, int, int]], left: list[int], gpus: int, capacity: int) -> list[tuple[int, ...]]:
+    """The flow decomposed into `gpus` paths from 0 to `capacity`: each GPU's item sizes."""
     out_of: dict[int, list[int]] = {v: [] for v in range(capacity + 1)}
     for k, (a, _, _) in enumerate(arcs):
         out_of[a].append(k)
     for v in out_of:  # items before unused room, larger first: deterministic paths
         out_of[v].sort(key=lambda k: (arcs[k][2] == 0, -arcs[k][2], k))
     patterns = []
-    for _ in range(int(values[gpus])):
+    for _ in range(gpus):
         v, path = 0, []
         while v < capacity:
             k = next(k for k in out_of[v] if left[k] > 0)
@@ -265,4 +270,4 @@ def solve_fractions(sizes: dict[int, int], capacity: int, node_limit: int = NODE
                 path.append(arcs[k][2])
             v = arcs[k][1]
         patterns.append(tuple(path))
-    return patterns, proved
+    return patterns

@@ -17,11 +17,12 @@ UPFRONT = "upfront, non-refundable"
 HOURLY = "hourly"
 
 
-def _share(pool: Pool, workload: str) -> float:
-    """The workload's share of the pool's GPUs at peak."""
+def _shares(pool: Pool) -> dict[str, float]:
+    """Each workload's share of the pool's GPUs at peak (computed once per pool: a pool carries
+    thousands of workloads on a large platform, and a scan per workload was quadratic)."""
     weights = {p.workload: p.replicas * p.gpu_share for p in pool.placements}
     total = sum(weights.values())
-    return weights.get(workload, 0.0) / total if total else 0.0
+    return {w: weight / total if total else 0.0 for w, weight in weights.items()}
 
 
 def _when(pool: Pool) -> str:
@@ -37,8 +38,7 @@ def _when(pool: Pool) -> str:
     return "always"
 
 
-def _rung(pool: Pool, workload: str) -> Rung:
-    share = _share(pool, workload)
+def _rung(pool: Pool, share: float) -> Rung:
     if pool.block is not None:
         monthly, billing = pool.monthly_cost_usd * share, UPFRONT
     else:
@@ -49,14 +49,22 @@ def _rung(pool: Pool, workload: str) -> Rung:
 
 
 def ladders(pools: Sequence[Pool], workloads: Sequence[Workload]) -> tuple[Ladder, ...]:
+    carriers: dict[str, list[Pool]] = {}  # workload -> the pools that carry it, in the pools' order
+    for pool in pools:
+        for name in dict.fromkeys(pool.workloads):
+            carriers.setdefault(name, []).append(pool)
+    shares: dict[str, dict[str, float]] = {}  # pool name -> workload -> share, for the pools asked about
     out = []
     for workload in sorted(workloads, key=lambda w: w.name):
         if workload.kind not in JOB_KINDS:
             continue
-        carrying = sorted((p for p in pools if workload.name in p.workloads), key=priority_order)
+        carrying = sorted(carriers.get(workload.name, ()), key=priority_order)
         if not carrying:
             continue
-        rungs = tuple(_rung(p, workload.name) for p in carrying)
+        for pool in carrying:
+            if pool.name not in shares:
+                shares[pool.name] = _shares(pool)
+        rungs = tuple(_rung(p, shares[p.name].get(workload.name, 0.0)) for p in carrying)
         upfront = sum(r.monthly_usd for r in rungs if r.billing == UPFRONT)
         hourly = max((r.monthly_usd for r in rungs if r.billing == HOURLY), default=0.0)
         out.append(Ladder(workload.name, workload.kind, rungs, upfront + hourly))

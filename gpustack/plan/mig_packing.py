@@ -164,142 +164,167 @@ def fewest_gpus(model: MigModel, demand: dict[str, int], gpus: int,
     return tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts), exact
 
 
-def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: int = STEP_BUDGET) -> Packing:
-    """The fewest identical nodes whose per-GPU MIG layouts hold every replica (module docstring)."""
-    items = coalesce(items)
-    demand: dict[str, int] = {}
-    cpu: dict[str, list[tuple[float, int]]] = {}
-    memory: dict[str, list[tuple[float, int]]] = {}
-    for item in items:
-        assert item.profile is not None
-        demand[item.profile] = demand.get(item.profile, 0) + item.count
-        cpu.setdefault(item.profile, []).append((item.cpu, item.count))
-        memory.setdefault(item.profile, []).append((item.memory_gib, item.count))
-    for asks in (*cpu.values(), *memory.values()):
-        asks.sort(reverse=True)
-    # Largest profiles first: the exact search branches on the most constrained instance.
-    names = tuple(sorted(demand, key=lambda n: (-model.profile(n).memory, -model.profile(n).compute, n)))  # type: ignore[union-attr]
-    bounds = mig_bounds(model, demand)
-    lower = max(bounds.values())
-    nodes_lower = max(1, nodes_bound(lower, node.gpus, sum(i.cpu * i.count for i in items),
-                                     sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
-    bounds["one_gpu_per_node"] = nodes_lower  # a node in use partitions at least one GPU
-    lower = max(lower, nodes_lower)
-    cover = _Cover(model, names, node.gpus, budget)
-    index = {n: i for i, n in enumerate(names)}
-    for item in items:
-        if item.cpu > node.cpu + 1e-9 or item.memory_gib > node.memory_gib + 1e-9:
-            raise DoesNotFit(f"a replica of {item.workload!r} does not fit on an empty node")
+class _NodeSearch:
+    """The node counts tried for one pool: whether N nodes, each offering the per-node demand's MIG
+    instances, hold every replica in GPUs, CPU and memory (module docstring)."""
 
-    def per_node(nodes: int) -> Counts:
-        return tuple(math.ceil(demand[n] / nodes) for n in names)
+    def __init__(self, items: list[Item], node: NodeShape, model: MigModel, budget: int):
+        self.items = items
+        self.node = node
+        self.demand: dict[str, int] = {}
+        self.cpu: dict[str, list[tuple[float, int]]] = {}  # per profile: (cores, replicas), hungriest first
+        self.memory: dict[str, list[tuple[float, int]]] = {}
+        for item in items:
+            assert item.profile is not None
+            self.demand[item.profile] = self.demand.get(item.profile, 0) + item.count
+            self.cpu.setdefault(item.profile, []).append((item.cpu, item.count))
+            self.memory.setdefault(item.profile, []).append((item.memory_gib, item.count))
+        for asks in (*self.cpu.values(), *self.memory.values()):
+            asks.sort(reverse=True)
+        # Largest profiles first: the exact search branches on the most constrained instance.
+        self.names = tuple(sorted(self.demand, key=lambda n: (-model.profile(n).memory, -model.profile(n).compute, n)))  # type: ignore[union-attr]
+        self.cover = _Cover(model, self.names, node.gpus, budget)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        self.chosen: dict[int, Counts] = {}  # nodes -> the instances of each profile a node offers, when it works
 
-    def attempt(nodes: int) -> tuple[tuple[Counts, ...] | None, bool]:
-        found, exact, caps = attempt_with_caps(nodes)
+    def per_node(self, nodes: int) -> Counts:
+        return tuple(math.ceil(self.demand[n] / nodes) for n in self.names)
+
+    def attempt(self, nodes: int) -> tuple[tuple[Counts, ...] | None, bool]:
+        """(the per-GPU layouts of a node when `nodes` nodes hold the pool, or None; whether proven)."""
+        found, exact, caps = self.attempt_with_caps(nodes)
         if found is not None:
-            chosen[nodes] = caps
+            self.chosen[nodes] = caps
         return found, exact
 
-    def attempt_with_caps(nodes: int) -> tuple[tuple[Counts, ...] | None, bool, Counts]:
-        need = per_node(nodes)
-        layouts, exact = cover.fewest(need)
+    def attempt_with_caps(self, nodes: int) -> tuple[tuple[Counts, ...] | None, bool, Counts]:
+        need = self.per_node(nodes)
+        layouts, exact = self.cover.fewest(need)
         if layouts is None:
             return None, exact, need
         # CPU and memory: enough when even the hungriest replicas of every profile fit one node;
         # otherwise an assignment of replicas to nodes must exist (found by first-fit decreasing).
-        if (sum(_top_sum(cpu[n], k) for n, k in zip(names, need)) <= node.cpu + 1e-9
-                and sum(_top_sum(memory[n], k) for n, k in zip(names, need)) <= node.memory_gib + 1e-9):
-            return layouts, exact, need
-        if _assignable(items, index, need, nodes, node):
+        if self.hungriest_fit(need) or _assignable(self.items, self.index, need, nodes, self.node):
             return layouts, exact, need
         # Where CPU or memory bind, the node's GPUs usually have room for more instances than the even
         # split: layouts with more of every profile let the assignment place replicas by CPU and memory
         # alone. The least such room that works, so that the fewest GPUs are partitioned; at the most,
         # every profile extended one instance at a time while the node's GPUs still hold them.
-        for more in (*_roomier(need, nodes), _roomiest(need)):
-            roomier, _ = cover.fewest(more)
-            if roomier is None:
-                continue
-            if _assignable(items, index, more, nodes, node):
-                # Not proven: fewer GPUs may hold another assignment.
-                return roomier, False, more
+        for more in (*self.roomier(need, nodes), self.roomiest(need)):
+            roomier, _ = self.cover.fewest(more)
+            if roomier is not None and _assignable(self.items, self.index, more, nodes, self.node):
+                return roomier, False, more  # not proven: fewer GPUs may hold another assignment
         return None, False, need
 
-    def _roomier(need: Counts, nodes: int) -> list[Counts]:
-        out = []
+    def hungriest_fit(self, need: Counts) -> bool:
+        """Whether the hungriest replicas of every profile, `need` of each, fit one node together."""
+        return (sum(_top_sum(self.cpu[n], k) for n, k in zip(self.names, need)) <= self.node.cpu + 1e-9
+                and sum(_top_sum(self.memory[n], k) for n, k in zip(self.names, need)) <= self.node.memory_gib + 1e-9)
+
+    def roomier(self, need: Counts, nodes: int) -> list[Counts]:
+        out: list[Counts] = []
         for scale in _ROOM_SCALES:
-            more = tuple(min(demand[n], math.ceil(demand[n] * scale / nodes)) for n in names)
+            more = tuple(min(self.demand[n], math.ceil(self.demand[n] * scale / nodes)) for n in self.names)
             if more in out or more == need:
                 continue
-            if cover.fewest(more)[0] is None:
+            if self.cover.fewest(more)[0] is None:
                 break  # the GPUs hold no more at this scale, nor at any larger one
             out.append(more)
         return out
 
-    def _roomiest(need: Counts) -> Counts:
+    def roomiest(self, need: Counts) -> Counts:
         room = list(need)
         growing = True
         while growing:
             growing = False
-            for i, n in enumerate(names):
-                if room[i] >= demand[n]:
+            for i, n in enumerate(self.names):
+                if room[i] >= self.demand[n]:
                     continue
                 room[i] += 1
-                if cover.fewest(tuple(room))[0] is None:
+                if self.cover.fewest(tuple(room))[0] is None:
                     room[i] -= 1
                 else:
                     growing = True
         return tuple(room)
 
-    chosen: dict[int, Counts] = {}  # nodes -> the instances of each profile a node offers, when it works
-    one_each, settled = cover.fewest(tuple(1 for _ in names))
+    def fewest_nodes(self, low: int) -> tuple[int, tuple[Counts, ...], bool]:
+        """The fewest nodes that work, by bisection from `low` (feasibility grows with N), their
+        layouts and whether those are proven fewest GPUs."""
+        # With one node per replica every replica fits alone, so the largest N always works.
+        high = sum(self.demand.values())
+        low = min(low, high)
+        layouts, exact = self.attempt(high)
+        while low < high:
+            middle = (low + high) // 2
+            found, found_exact = self.attempt(middle)
+            if found is not None:
+                high, layouts, exact = middle, found, found_exact
+            else:
+                low = middle + 1
+        assert layouts is not None, "one replica per node always fits"
+        return high, layouts, exact
+
+
+def pack_mig(items: Sequence[Item], node: NodeShape, model: MigModel, budget: int = STEP_BUDGET) -> Packing:
+    """The fewest identical nodes whose per-GPU MIG layouts hold every replica (module docstring)."""
+    items = coalesce(items)
+    search = _NodeSearch(items, node, model, budget)
+    bounds = mig_bounds(model, search.demand)
+    lower = max(bounds.values())
+    nodes_lower = max(1, nodes_bound(lower, node.gpus, sum(i.cpu * i.count for i in items),
+                                     sum(i.memory_gib * i.count for i in items), node.cpu, node.memory_gib))
+    bounds["one_gpu_per_node"] = nodes_lower  # a node in use partitions at least one GPU
+    lower = max(lower, nodes_lower)
+    for item in items:
+        if item.cpu > node.cpu + 1e-9 or item.memory_gib > node.memory_gib + 1e-9:
+            raise DoesNotFit(f"a replica of {item.workload!r} does not fit on an empty node")
+    one_each, settled = search.cover.fewest(tuple(1 for _ in search.names))
     if one_each is None:
-        raise DoesNotFit(_no_uniform_fit(model, names, node, settled))
-    # With one node per replica every replica fits alone, so the largest N always works.
-    low, high = min(nodes_lower, sum(demand.values())), sum(demand.values())
-    layouts, exact = attempt(high)
-    while low < high:
-        middle = (low + high) // 2
-        found, found_exact = attempt(middle)
-        if found is not None:
-            high, layouts, exact = middle, found, found_exact
-        else:
-            low = middle + 1
-    nodes = high
+        raise DoesNotFit(_no_uniform_fit(model, search.names, node, settled))
+    nodes, layouts, exact = search.fewest_nodes(nodes_lower)
     # Proven: fewest GPUs per node at N, and N nodes are needed (the bound, or N - 1 proven too few).
-    proven = exact and (nodes <= nodes_lower or attempt(nodes - 1) == (None, True))
-    assert layouts is not None, "one replica per node always fits"
-    capacity = chosen.get(nodes, per_node(nodes))
+    proven = exact and (nodes <= nodes_lower or search.attempt(nodes - 1) == (None, True))
+    capacity = search.chosen.get(nodes, search.per_node(nodes))
     solved = False
     if not proven and not exact_packing.too_large(items, nodes, mig=True):
-        # CPU or memory bind where first-fit decreasing is not enough: settle the assignment exactly.
-        solution = exact_packing.solve_mig(items, names, cover.rows,
-                                           [model.profile(n).shape.max_count for n in names],  # type: ignore[union-attr]
-                                           node, nodes)
-        if solution is not None and (solution.nodes, solution.gpus) < (nodes, len(layouts)):
-            need = tuple(max(sum(c for c, it in zip(counts, items) if it.profile == n) for counts in solution.per_node)
-                         for n in names)
-            found, found_exact = cover.fewest(need)
-            if found is not None:
-                nodes, layouts, capacity, solved = solution.nodes, found, need, True
-                proven = solution.proved and found_exact
-        elif solution is not None and solution.proved:
-            proven = solved = True  # the integer program proved no packing beats the heuristic's
-    per_gpu = tuple(tuple((n, c) for n, c in sorted(zip(names, counts)) if c) for counts in layouts)
+        nodes, layouts, capacity, proven, solved = _settled(search, model, nodes, layouts, capacity)
+    per_gpu = tuple(tuple((n, c) for n, c in sorted(zip(search.names, counts)) if c) for counts in layouts)
     per_gpu = tuple(sorted(per_gpu, key=lambda layout: (-sum(c for _, c in layout), layout)))
     for layout in per_gpu:
         model.require_valid(dict(layout))
     per_gpu += ((),) * (node.gpus - len(per_gpu))
+    return Packing(nodes, nodes * len(layouts), lower, _node_hours(items, search.names, capacity, nodes),
+                   per_gpu, nodes_lower, tuple(sorted(bounds.items())),
+                   _method(solved, proven, search.cover.ran_out), proven)
+
+
+def _settled(search: _NodeSearch, model: MigModel, nodes: int, layouts: tuple[Counts, ...], capacity: Counts
+             ) -> tuple[int, tuple[Counts, ...], Counts, bool, bool]:
+    """Where CPU or memory bind and first-fit decreasing is not enough: the assignment settled by the
+    integer program. (nodes, layouts, instances per node, proven, whether the program decided)."""
+    items, names = search.items, search.names
+    solution = exact_packing.solve_mig(items, names, search.cover.rows,
+                                       [model.profile(n).shape.max_count for n in names],  # type: ignore[union-attr]
+                                       search.node, nodes)
+    if solution is not None and (solution.nodes, solution.gpus) < (nodes, len(layouts)):
+        need = tuple(max(sum(c for c, it in zip(counts, items) if it.profile == n) for counts in solution.per_node)
+                     for n in names)
+        found, found_exact = search.cover.fewest(need)
+        if found is not None:
+            return solution.nodes, found, need, solution.proved and found_exact, True
+    elif solution is not None and solution.proved:
+        return nodes, layouts, capacity, True, True  # the integer program proved no packing beats the heuristic's
+    return nodes, layouts, capacity, False, False
+
+
+def _method(solved: bool, proven: bool, ran_out: bool) -> str:
     if solved:
-        method = "integer program"
-    elif proven:
-        method = "exact search"
-    elif cover.ran_out:
-        method = "heuristic (step budget reached)"
-    else:
-        method = "exact layouts; CPU and memory fit by first-fit decreasing"
-    return Packing(nodes, nodes * len(layouts), lower, _node_hours(items, names, capacity, nodes),
-                   per_gpu, nodes_lower, tuple(sorted(bounds.items())), method, proven)
+        return "integer program"
+    if proven:
+        return "exact search"
+    if ran_out:
+        return "heuristic (step budget reached)"
+    return "exact layouts; CPU and memory fit by first-fit decreasing"
 
 
 def _assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int, node: NodeShape) -> bool:
@@ -323,41 +348,40 @@ def _balanced_assignable(items: Sequence[Item], index: dict[str, int], need: Cou
         return False
     cpu = [node.cpu] * nodes
     memory = [node.memory_gib] * nodes
-    free = [list(need) for _ in range(nodes)]
-
-    def room(n: int) -> float:
-        return (cpu[n] / node.cpu if node.cpu else 0.0) + (memory[n] / node.memory_gib if node.memory_gib else 0.0)
-
-    heaps: list[list[tuple[float, int]]] = [[(-room(n), n) for n in range(nodes)] if need[p] else []
+    free = [[need[p]] * nodes for p in range(len(need))]  # per profile, per node: instances left
+    room = [_room(node.cpu, node.memory_gib, node)] * nodes  # kept in step with cpu and memory
+    heaps: list[list[tuple[float, int]]] = [[(-room[n], n) for n in range(nodes)] if need[p] else []
                                             for p in range(len(need))]
     for heap in heaps:
         heapq.heapify(heap)
-
-    def hunger(item: Item) -> float:
-        return (item.cpu / node.cpu if node.cpu else 0.0) + (item.memory_gib / node.memory_gib if node.memory_gib else 0.0)
-
-    for item in sorted(items, key=lambda i: (-hunger(i), i.workload)):
+    for item in sorted(items, key=lambda i: (-_room(i.cpu, i.memory_gib, node), i.workload)):  # hungriest first
         p = index[item.profile]  # type: ignore[index]
-        heap = heaps[p]
+        heap, left, want_cpu, want_memory = heaps[p], free[p], item.cpu, item.memory_gib
         for _ in range(item.count):
             while heap:
                 stored, n = heap[0]
-                if not free[n][p]:
+                if not left[n]:
                     heapq.heappop(heap)  # no instance of this profile left on it
-                elif -stored != room(n):
-                    heapq.heapreplace(heap, (-room(n), n))  # room taken by another profile: re-queued
+                elif -stored != room[n]:
+                    heapq.heapreplace(heap, (-room[n], n))  # room taken by another profile: re-queued
                 else:
                     break
             if not heap:
                 return False
             n = heap[0][1]
-            if cpu[n] + 1e-9 < item.cpu or memory[n] + 1e-9 < item.memory_gib:
+            if cpu[n] + 1e-9 < want_cpu or memory[n] + 1e-9 < want_memory:
                 return False  # the roomiest node left cannot take it in one dimension at least
-            cpu[n] -= item.cpu
-            memory[n] -= item.memory_gib
-            free[n][p] -= 1
-            heapq.heapreplace(heap, (-room(n), n))
+            cpu[n] -= want_cpu
+            memory[n] -= want_memory
+            left[n] -= 1
+            room[n] = _room(cpu[n], memory[n], node)
+            heapq.heapreplace(heap, (-room[n], n))
     return True
+
+
+def _room(cpu: float, memory: float, node: NodeShape) -> float:
+    """CPU and memory as shares of a node's (summed): a node's room left, or a replica's hunger."""
+    return (cpu / node.cpu if node.cpu else 0.0) + (memory / node.memory_gib if node.memory_gib else 0.0)
 
 
 def _first_fit_assignable(items: Sequence[Item], index: dict[str, int], need: Counts, nodes: int,

@@ -16,6 +16,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.clouds.compiled import CompiledPool
 from gpustack.plan.claims import DeviceClaim
 from gpustack.plan.claims import to_json as claim_json
+from gpustack.plan.jsontext import indented_json
 from gpustack.spec.model import HOURS_PER_MONTH, shared_by_clients
 
 if TYPE_CHECKING:  # the queueing values name the plan's Taint; the plan names them only as a type
@@ -527,7 +528,7 @@ class Plan:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        return indented_json(self.to_dict()) + "\n"  # json.dumps(indent=2, ensure_ascii=False), faster
 
 
 def money(value: float) -> float:
@@ -738,5 +739,11 @@ def _target(t: TargetPlan) -> dict[str, Any]:
 
 def _ladder(ladder: Ladder) -> dict[str, Any]:
     return {"workload": ladder.workload, "kind": ladder.kind,
-            "rungs": [{**dataclasses.asdict(r), "monthly_usd": money(r.monthly_usd)} for r in ladder.rungs],
+            "rungs": [{**_fields(r), "monthly_usd": money(r.monthly_usd)} for r in ladder.rungs],
             "worst_case_monthly_usd": money(ladder.worst_case_monthly_usd)}
+
+
+def _fields(value: Rung) -> dict[str, Any]:
+    """A value of plain fields as a dict: `dataclasses.asdict` without its deep copies (a tenth of the
+    plan's JSON on 20,000 workloads, for fields that are strings and numbers)."""
+    return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}

@@ -137,34 +137,54 @@ def pod_requests(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[PodRe
             if placement.replicas:
                 carriers.setdefault(placement.workload, []).append(pool)
                 placed[placement.workload, pool.name] = placement
+    # Thousands of workloads share a few hundred pools and pod shapes: each answer once.
+    asked: dict[tuple[object, ...], tuple[tuple[str, str], ...]] = {}
+    selected_on: dict[tuple[str, ...], tuple[tuple[tuple[str, str], ...], tuple[Taint, ...]]] = {}
     requests = []
     for workload, mine in sorted(carriers.items()):
         asks = set()
         for pool in mine:
             placement = placed[workload, pool.name]
-            gpus = round(placement.gpu_share) if pool.sharing.mode == "none" else 1
-            resource = _pod_gpu_resource(pool, placement.profile, gpus)
-            extra: list[tuple[str, str]] = []
-            if pool.sharing.mode == "fractional":
-                percent = str(round(placement.gpu_share * 100))
-                extra.extend(((HAMI_CORES_RESOURCE, percent), (HAMI_MEMORY_PERCENT_RESOURCE, percent)))
-            if placement.cpu:
-                extra.append(("cpu", quantity_cpu(placement.cpu)))
-            if placement.memory_gib:
-                extra.append(("memory", quantity_memory(placement.memory_gib)))
-            asks.add(tuple(sorted([(resource[0], str(resource[1])), *extra])))
+            shape = (pool.name, placement.profile, placement.gpu_share, placement.cpu, placement.memory_gib)
+            if shape not in asked:
+                asked[shape] = _pod_resources(pool, placement)
+            asks.add(asked[shape])
         assert len(asks) == 1, (workload, asks)  # the pools of one workload share its sharing mode
-        common = set(dict(mine[0].labels).items())
-        for pool in mine[1:]:
-            common &= set(dict(pool.labels).items())
-        selector = tuple(sorted((k, v) for k, v in common if k in selected))
-        taints: dict[tuple[str, str], Taint] = {}
-        for pool in mine:
-            for taint in pool.taints:
-                taints.setdefault((taint.key, taint.effect), taint)
-        requests.append(PodRequest(workload, asks.pop(), selector, tuple(taints[k] for k in sorted(taints)),
-                                   tuple(sorted(p.name for p in mine))))
+        names = tuple(p.name for p in mine)
+        if names not in selected_on:
+            selected_on[names] = _selector_and_taints(mine, selected)
+        selector, taints = selected_on[names]
+        requests.append(PodRequest(workload, asks.pop(), selector, taints, tuple(sorted(names))))
     return tuple(requests)
+
+
+def _pod_resources(pool: Pool, placement: Placement) -> tuple[tuple[str, str], ...]:
+    """What a pod of this placement asks for: its GPU resource, HAMi's percents, CPU and memory."""
+    gpus = round(placement.gpu_share) if pool.sharing.mode == "none" else 1
+    resource = _pod_gpu_resource(pool, placement.profile, gpus)
+    extra: list[tuple[str, str]] = []
+    if pool.sharing.mode == "fractional":
+        percent = str(round(placement.gpu_share * 100))
+        extra.extend(((HAMI_CORES_RESOURCE, percent), (HAMI_MEMORY_PERCENT_RESOURCE, percent)))
+    if placement.cpu:
+        extra.append(("cpu", quantity_cpu(placement.cpu)))
+    if placement.memory_gib:
+        extra.append(("memory", quantity_memory(placement.memory_gib)))
+    return tuple(sorted([(resource[0], str(resource[1])), *extra]))
+
+
+def _selector_and_taints(pools: list[Pool], selected: tuple[str, ...]
+                         ) -> tuple[tuple[tuple[str, str], ...], tuple[Taint, ...]]:
+    """The selected labels every one of `pools` carries, and their taints (each key and effect once)."""
+    common = set(dict(pools[0].labels).items())
+    for pool in pools[1:]:
+        common &= set(dict(pool.labels).items())
+    selector = tuple(sorted((k, v) for k, v in common if k in selected))
+    taints: dict[tuple[str, str], Taint] = {}
+    for pool in pools:
+        for taint in pool.taints:
+            taints.setdefault((taint.key, taint.effect), taint)
+    return selector, tuple(taints[k] for k in sorted(taints))
 
 
 def floor_upgrade(pool: Pool, provisioner: Provisioner) -> FloorUpgrade | None:

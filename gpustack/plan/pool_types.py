@@ -109,31 +109,14 @@ def _lower_bound(row: InstanceType, together: list[Demand], provisioner: Provisi
 def _decide(own: Assignment, rows: tuple[InstanceType, ...], provisioner: Provisioner, prices: PriceBook,
             cost_of: CostOf, rekey: Rekey, threshold: float, current_names: Collection[str]) -> tuple[Assignment, str]:
     together = [d for found in own.values() for d in found]
-    gpu = together[0].row.gpu
-    capacities = {d.part.capacity for d in together}
-    fitting = [row for row in rows if row.gpu == gpu
-               and all(provisioner.capacity_refusal(row, c) is None for c in capacities)
-               and all(slots_per_node(row, d.ask, provisioner) > 0 for d in together)]
+    fitting = _fitting(rows, together, provisioner)
     deployed = [row for row in fitting if current_names
                 and any(k.name() in current_names for k in _on(row, together, rekey))]
-    if len(deployed) == 1:
-        keep, how = _on(deployed[0], together, rekey), f"on {deployed[0].name}, as deployed"
-    else:  # nothing deployed, or the group deployed on several types (its workloads' own)
-        keep = own
-        types = sorted({k.instance for k in own})
-        how = (f"on {' and '.join(types)}, each workload's own type" if len(types) > 1
-               else f"on {types[0]}, its workloads' own type")
+    keep, how = _kept(own, deployed, together, rekey)
     keep_cost = cost_of(keep)
     if keep_cost is None or not fitting:
         return keep, ""
-    best_cost, best = keep_cost, None
-    for lower, row in sorted(((_lower_bound(r, together, provisioner, prices), r) for r in fitting),
-                             key=lambda p: (p[0], p[1].gpus, p[1].name)):
-        if lower >= best_cost - 1e-6:
-            break  # no type from here on can cost less than the best found
-        cost = cost_of(_on(row, together, rekey))
-        if cost is not None and cost < best_cost - 1e-6:
-            best_cost, best = cost, row
+    best_cost, best = _cheapest(fitting, together, provisioner, prices, cost_of, rekey, keep_cost)
     if best is None:
         return keep, ""
     moved = _on(best, together, rekey)
@@ -153,3 +136,39 @@ def _decide(own: Assignment, rows: tuple[InstanceType, ...], provisioner: Provis
     return keep, (f"{best.name} would carry all {replicas} replicas for ${saving:,.0f}/month ({share:.1%}) less, "
                   f"under pools.type_change_saving ({threshold:.0%}): kept {how}, so that a change of replicas "
                   "does not replace the node pool.")
+
+
+def _fitting(rows: tuple[InstanceType, ...], together: list[Demand], provisioner: Provisioner) -> list[InstanceType]:
+    """The types of the group's GPU that take each of its capacities and hold a replica of each workload."""
+    gpu = together[0].row.gpu
+    capacities = {d.part.capacity for d in together}
+    return [row for row in rows if row.gpu == gpu
+            and all(provisioner.capacity_refusal(row, c) is None for c in capacities)
+            and all(slots_per_node(row, d.ask, provisioner) > 0 for d in together)]
+
+
+def _kept(own: Assignment, deployed: list[InstanceType], together: list[Demand], rekey: Rekey
+          ) -> tuple[Assignment, str]:
+    """What the group keeps unless a move is worth it, and how to say it: its one deployed type, else
+    its workloads' own types."""
+    if len(deployed) == 1:
+        return _on(deployed[0], together, rekey), f"on {deployed[0].name}, as deployed"
+    # nothing deployed, or the group deployed on several types (its workloads' own)
+    types = sorted({k.instance for k in own})
+    return own, (f"on {' and '.join(types)}, each workload's own type" if len(types) > 1
+                 else f"on {types[0]}, its workloads' own type")
+
+
+def _cheapest(fitting: list[InstanceType], together: list[Demand], provisioner: Provisioner, prices: PriceBook,
+              cost_of: CostOf, rekey: Rekey, keep_cost: float) -> tuple[float, InstanceType | None]:
+    """The type that carries the group for less than `keep_cost`, and its cost (None: none does); types
+    priced in order of their lower bounds, until a bound passes the best cost found."""
+    best_cost, best = keep_cost, None
+    for lower, row in sorted(((_lower_bound(r, together, provisioner, prices), r) for r in fitting),
+                             key=lambda p: (p[0], p[1].gpus, p[1].name)):
+        if lower >= best_cost - 1e-6:
+            break  # no type from here on can cost less than the best found
+        cost = cost_of(_on(row, together, rekey))
+        if cost is not None and cost < best_cost - 1e-6:
+            best_cost, best = cost, row
+    return best_cost, best
