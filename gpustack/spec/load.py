@@ -487,45 +487,56 @@ class _SpecReader(Reader):
         cloud = CLOUDS.get(cloud_name) if cloud_name else None
         region = self.string(path + ("region",), value["region"], pattern=_NOT_EMPTY, rule="a region name, not empty")
         if cloud and region:
-            known = self.catalog.regions(cloud.name)
-            if region not in known:
-                nearest = self.catalog.nearest_regions(cloud.name, region, geography=cloud.region_geography)
-                area = cloud.region_geography(region)[0]
-                spelt = [r for r in known if cloud.region_geography(r)[0] == area] if area else known
-                region = self.problem(path + ("region",), f"the {self.catalog_name()} has no "
-                                                          f"{cloud.display_name} GPU instance types in {region!r}"
-                                                          f"{did_you_mean(region, spelt)}: its price sources list "
-                                                          f"none there; nearest regions with GPUs: "
-                                                          f"{', '.join(nearest)} (of {len(known)} catalogued); if "
-                                                          f"{cloud.display_name} sells GPUs there, {ADD_ROWS} "
-                                                          f"--cloud {cloud.name} --region {region}")
+            region = self.region_sold(path + ("region",), cloud, region)
         cluster = self.string(path + ("cluster",), value["cluster"])
         if cloud and cluster:
-            pattern, rule = cloud.cluster_rule
-            if not re.fullmatch(pattern, cluster):
-                self.problem(path + ("cluster",), f"{show(cluster)} is not {rule}")
+            self.cluster_name(path + ("cluster",), cloud, cluster)
         settings = self.settings(path + ("settings",), value.get("settings", {}), cloud)
         kubernetes_version = read_kubernetes_version(self, path, value)
-        chosen = tuple(workload_names)
-        if "workloads" in value:
-            listed = self.sequence(path + ("workloads",), value["workloads"], min_items=0, what="workload name")
-            if listed is not BAD:
-                picked = []
-                for j, item in enumerate(listed):
-                    if isinstance(item, str) and item in written and item not in workload_names:
-                        picked.append(item)  # its own problems are reported where it is defined
-                    elif not isinstance(item, str) or item not in workload_names:
-                        self.problem(path + ("workloads", j), f"{show(item)} is not a workload of this spec"
-                                                              f"{did_you_mean(item, workload_names)}")
-                    elif item in picked:
-                        self.problem(path + ("workloads", j), f"{item!r} is listed twice")
-                    else:
-                        picked.append(item)
-                chosen = tuple(n for n in workload_names if n in picked)
+        chosen = self.target_workloads(path + ("workloads",), value["workloads"], workload_names, written) \
+            if "workloads" in value else tuple(workload_names)
         if len(self.problems) > before:
             return BAD
         assert cloud is not None  # a target without a known cloud has a problem
         return Target(name, cloud.name, region, cluster, settings, chosen, index, kubernetes_version)
+
+    def region_sold(self, path: Path, cloud: Any, region: str) -> Any:
+        """`region`, or BAD after a problem naming the nearest regions with GPUs (same geography first)."""
+        known = self.catalog.regions(cloud.name)
+        if region in known:
+            return region
+        nearest = self.catalog.nearest_regions(cloud.name, region, geography=cloud.region_geography)
+        area = cloud.region_geography(region)[0]
+        spelt = [r for r in known if cloud.region_geography(r)[0] == area] if area else known
+        return self.problem(path, f"the {self.catalog_name()} has no {cloud.display_name} GPU instance types in "
+                                  f"{region!r}{did_you_mean(region, spelt)}: its price sources list none there; "
+                                  f"nearest regions with GPUs: {', '.join(nearest)} (of {len(known)} catalogued); "
+                                  f"if {cloud.display_name} sells GPUs there, {ADD_ROWS} --cloud {cloud.name} "
+                                  f"--region {region}")
+
+    def cluster_name(self, path: Path, cloud: Any, cluster: str) -> None:
+        """The cloud's rule for cluster names."""
+        pattern, rule = cloud.cluster_rule
+        if not re.fullmatch(pattern, cluster):
+            self.problem(path, f"{show(cluster)} is not {rule}")
+
+    def target_workloads(self, path: Path, value: Any, workload_names: list[str], written: set[str]) -> Any:
+        """The target's `workloads:` subset, in the spec's order of workloads."""
+        listed = self.sequence(path, value, min_items=0, what="workload name")
+        if listed is BAD:
+            return tuple(workload_names)  # the problem is reported; the target is refused
+        picked: list[str] = []
+        for j, item in enumerate(listed):
+            if isinstance(item, str) and item in written and item not in workload_names:
+                picked.append(item)  # its own problems are reported where it is defined
+            elif not isinstance(item, str) or item not in workload_names:
+                self.problem(path + (j,), f"{show(item)} is not a workload of this spec"
+                                          f"{did_you_mean(item, workload_names)}")
+            elif item in picked:
+                self.problem(path + (j,), f"{item!r} is listed twice")
+            else:
+                picked.append(item)
+        return tuple(n for n in workload_names if n in picked)
 
     def settings(self, path: Path, value: Any, cloud: Any) -> Any:
         if cloud is None:
