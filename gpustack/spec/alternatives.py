@@ -27,15 +27,26 @@ ALTERNATIVE_KINDS = ("training", "fine-tuning", "notebook")
 MAX_ALTERNATIVES = 20
 
 
+def _bad_list(reader: Reader, path: Path, value: list[Any], kind: Any, what: str, single: str,
+              most: int) -> bool:
+    """A list of alternatives (`what`: "instance types", "GPU models") given for a kind that runs on one
+    (`single`), empty, or longer than `most`: reported at `path`."""
+    if kind and kind not in ALTERNATIVE_KINDS:
+        reader.problem(path, f"a list of {what} is for spot pools ({', '.join(ALTERNATIVE_KINDS)}); "
+                             f"a {kind} workload {single}: give a single name")
+    elif not value:
+        reader.problem(path, f"expected at least one {what[:-1]}")
+    elif len(value) > most:
+        reader.problem(path, f"{len(value)} {what}; at most {most}")
+    else:
+        return False
+    return True
+
+
 def read_alternatives(reader: Reader, path: Path, value: list[Any], kind: Any) -> tuple[str, ...] | Any:
     """The checked list of instance types of one cloud (BAD after a located problem)."""
-    if kind and kind not in ALTERNATIVE_KINDS:
-        return reader.problem(path, f"a list of instance types is for spot pools ({', '.join(ALTERNATIVE_KINDS)}); "
-                                    f"a {kind} workload pins one type: give a single name")
-    if not value:
-        return reader.problem(path, "expected at least one instance type")
-    if len(value) > MAX_ALTERNATIVES:
-        return reader.problem(path, f"{len(value)} instance types; at most {MAX_ALTERNATIVES}")
+    if _bad_list(reader, path, value, kind, "instance types", "pins one type", MAX_ALTERNATIVES):
+        return BAD
     types = []
     for j, name in enumerate(value):
         checked = reader.string(path + (j,), name)
@@ -58,13 +69,8 @@ def read_gpus(reader: Reader, read_one: Callable[[Path, Any], Any], path: Path, 
     located problem); the list's others are read by `gpu_alternatives` once the workload is read."""
     if not isinstance(value, list):
         return read_one(path, value)
-    if kind and kind not in ALTERNATIVE_KINDS:
-        return reader.problem(path, f"a list of GPU models is for spot pools ({', '.join(ALTERNATIVE_KINDS)}); "
-                                    f"a {kind} workload runs on one model: give a single name")
-    if not value:
-        return reader.problem(path, "expected at least one GPU model")
-    if len(value) > MAX_GPU_MODELS:
-        return reader.problem(path, f"{len(value)} GPU models; at most {MAX_GPU_MODELS}")
+    if _bad_list(reader, path, value, kind, "GPU models", "runs on one model", MAX_GPU_MODELS):
+        return BAD
     models = [read_one(path + (j,), name) for j, name in enumerate(value)]
     if not all(models):
         return BAD

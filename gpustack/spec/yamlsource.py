@@ -17,15 +17,13 @@ enforce by itself:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import yaml
 
+from gpustack.nogc import no_cyclic_gc
 from gpustack.errors import Location, Problem, SpecError, show
 
 try:  # libyaml is much faster on large specs; the pure-Python loader is the same grammar.
@@ -108,7 +106,7 @@ def parse(text: str | bytes, file: str, multiline: bool = False) -> Document:
     """Parse one YAML document into located plain data, or raise SpecError. `multiline`: strings may
     hold line breaks and tabs (a Kubernetes object), not only one line of visible text (a spec)."""
     text = _yaml_text(text, file, "a spec")
-    with _no_gc():  # parsing allocates many small acyclic objects: collections only cost time here
+    with no_cyclic_gc():  # parsing allocates many small acyclic objects: collections only cost time here
         return _parse(text, file, multiline)
 
 
@@ -132,7 +130,7 @@ def parse_all(text: str | bytes, file: str) -> list[Document]:
     """Parse a multi-document YAML stream (`kubectl`/`kustomize build` output) into located documents,
     empty ones left out, under the same limits and rules as `parse`, or raise SpecError."""
     text = _yaml_text(text, file, "a manifest file")
-    with _no_gc():
+    with no_cyclic_gc():
         roots: list[yaml.Node] = []
         try:
             _check_size(text, file)
@@ -277,17 +275,6 @@ def _merged_pairs(node: yaml.MappingNode, file: str, depth: int) -> list[tuple[y
             out.extend((k, v) for k, v in source.value if k.tag != _MERGE)
             out.extend(_merged_pairs(source, file, depth + 1))
     return out
-
-
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _check_size(text: str, file: str) -> None:
