@@ -105,7 +105,8 @@ class Prometheus(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def prometheus():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Prometheus)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for the serve loop to poll its flag: the default 0.5 s poll costs half a second each.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     Prometheus.queries = []
     yield f"http://localhost:{server.server_address[1]}"

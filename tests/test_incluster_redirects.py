@@ -42,20 +42,29 @@ def serve(reply, tls: ssl.SSLContext | None = None):
     server.seen, server.reply = [], reply  # type: ignore[attr-defined]
     if tls:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # shutdown() waits for the serve loop to poll its flag: the default 0.5 s poll costs half a second each.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     return server
 
 
-@pytest.fixture
-def account(tmp_path: Path, monkeypatch):
-    """A ServiceAccount folder (token, CA) and the TLS context of an API server its CA signed."""
+@pytest.fixture(scope="module")
+def account_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ServiceAccount folder (token, CA, the API server's key), made once: the tests only read it, and an
+    RSA key costs openssl a few tenths of a second."""
+    folder = tmp_path_factory.mktemp("account")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=api",
-                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "key.pem"),
-                    "-out", str(tmp_path / "ca.crt")], check=True, capture_output=True)
-    (tmp_path / "token").write_text(TOKEN)
-    monkeypatch.setattr(autostop, "ACCOUNT", str(tmp_path))
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(folder / "key.pem"),
+                    "-out", str(folder / "ca.crt")], check=True, capture_output=True)
+    (folder / "token").write_text(TOKEN)
+    return folder
+
+
+@pytest.fixture
+def account(account_folder: Path, monkeypatch):
+    """The ServiceAccount folder in use and the TLS context of an API server its CA signed."""
+    monkeypatch.setattr(autostop, "ACCOUNT", str(account_folder))
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    tls.load_cert_chain(tmp_path / "ca.crt", tmp_path / "key.pem")
+    tls.load_cert_chain(account_folder / "ca.crt", account_folder / "key.pem")
     return tls
 
 
