@@ -145,6 +145,17 @@ def test_the_ladder_tries_the_block_then_on_demand_and_the_range_covers_its_wors
     assert target.cost.range.low == pytest.approx(14000)  # the fee is paid whatever runs
 
 
+def test_the_fallback_note_names_the_rung_it_backs_and_asks_no_spot_toleration_for_a_block_or_flex():
+    cases = {"capacity-block": block_target(), "flex-start": plan_of(spec([TUNE], gcp())).targets[0]}
+    for rung, target in cases.items():
+        [note] = [n for n in target.notes if n.startswith("Fallback pool(s)")]
+        assert f"back {rung} pool(s)" in note and f"only when {rung} capacity is short" in note
+        assert "spot" not in note.split("(docs/fallback.md")[0]
+    spot_tune = {"name": "tune", "kind": "fine-tuning", "gpu": "H100", "gpus": 8, "checkpointing": True}
+    [spot_note] = [n for n in plan_of(spec([spot_tune], aws())).targets[0].notes if n.startswith("Fallback pool(s)")]
+    assert "back spot pool(s)" in spot_note and "tolerate the spot taint" in spot_note
+
+
 def test_the_table_shows_a_windowed_ladder_and_its_worst_case():
     from gpustack.output.table import render_table
 

@@ -204,7 +204,7 @@ def test_a_cloud_without_a_mechanism_warns_that_the_fallback_may_start_as_often_
     plan = plan_for("aws")
     target = plan.targets[0]
     [warning] = [w for w in target.warnings if w.code == "fallback-unordered"]
-    assert "may start as often as spot" in warning.message
+    assert "may start as often as the spot pools" in warning.message
     assert not [o for o in in_cluster(plan, target).objects if o["metadata"]["name"] == PRIORITY_CONFIGMAP]
 
 

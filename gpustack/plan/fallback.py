@@ -125,18 +125,31 @@ def mark_pools(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[Pool, .
     return tuple(marked)
 
 
+# What a fallback's first rung is called in its notes, by capacity (FIRST_RUNGS).
+_RUNG_WORDS = {"spot": "spot", "block": "capacity-block", "flex": "flex-start"}
+
+
+def _rung_word(capacities: Sequence[str]) -> str:
+    """The first rung's name in a note: "spot", "capacity-block", "flex-start", or several joined by "/"."""
+    words = sorted({_RUNG_WORDS[c] for c in capacities}) or ["spot"]
+    return "/".join(words)
+
+
 def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], list[str]]:
-    """(notes, warnings) on the target's fallback groups: what makes each fallback wait for spot here."""
+    """(notes, warnings) on the target's fallback groups: what makes each fallback wait for the first rung
+    (spot, a capacity block, flex-start) here."""
     mechanism = provisioner.fallback_mechanism
     cloud_names = {p.name: p.cloud_name for p in pools}
+    capacity_of = {p.name: p.capacity for p in pools}
     found: list[str] = []
     warnings: list[str] = []
     for group in fallback_groups(pools):
+        rung = _rung_word([capacity_of[n] for n in group.spot])
         spot, fallback = (", ".join(cloud_names[n] for n in names) for names in (group.spot, group.fallback))
-        which = f"Fallback pool(s) {fallback} back spot pool(s) {spot or '(none)'}"
+        which = f"Fallback pool(s) {fallback} back {rung} pool(s) {spot or '(none)'}"
         if mechanism is None:
-            warnings.append(f"{which}, but nothing known on {provisioner.cloud.display_name} makes the autoscaler grow the spot "
-                            "pools first: the fallback may start as often as spot, and its cost is not in the "
+            warnings.append(f"{which}, but nothing known on {provisioner.cloud.display_name} makes the autoscaler grow the {rung} "
+                            f"pools first: the fallback may start as often as the {rung} pools, and its cost is not in the "
                             "estimate.")
             continue
         # The class the pods select: the group's own under COMPUTE_CLASS; under CLASS_PRIORITIES the class whose
@@ -145,23 +158,26 @@ def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], l
         if mechanism.kind == CLASS_PRIORITIES and group.spot:
             cls = next(c for c, names in pool_classes(pools) if group.spot[0] in names)
         if mechanism.kind == COMPUTE_CLASS:
-            how = (f"they form the ComputeClass {group.name} (spot pools first, the fallback when they cannot "
+            how = (f"they form the ComputeClass {group.name} ({rung} pools first, the fallback when they cannot "
                    f"grow), and gpustack labels and taints them {mechanism.pool_marker}={group.name}")
         elif mechanism.kind == CLASS_PRIORITIES:
-            how = (f"they are the priorities of the ComputeClass {cls}, spot first: a fallback node is created "
-                   "only when no spot node can be")
+            how = (f"they are the priorities of the ComputeClass {cls}, {rung} first: a fallback node is created "
+                   f"only when no {rung} node can be")
         elif mechanism.kind == NODEPOOL_WEIGHT:
-            how = "Karpenter tries the spot pools' NodePools first: they carry a higher spec.weight than the fallback's"
+            how = (f"Karpenter tries the {rung} pools' NodePools first: they carry a higher spec.weight than the "
+                   "fallback's")
         elif mechanism.node_group is not None:
-            how = ("the Cluster Autoscaler's priority expander grows the spot pools first: gpustack writes "
+            how = (f"the Cluster Autoscaler's priority expander grows the {rung} pools first: gpustack writes "
                    f"{mechanism.namespace}/cluster-autoscaler-priority-expander, which ranks their node groups "
                    "above the fallback's")
         else:
-            how = ("the Cluster Autoscaler's priority expander grows the spot pools first, ranked in "
+            how = (f"the Cluster Autoscaler's priority expander grows the {rung} pools first, ranked in "
                    f"{mechanism.namespace}/cluster-autoscaler-priority-expander; its regexes name node groups by "
                    "ids that exist only once the pools do, so `gpustack render` cannot write it")
         action = mechanism.user_action.replace("<class>", cls)
-        found.append(f"{which}: the fallback runs only when spot is short because {how}. You must {action}. "
-                     "The pods must tolerate the spot taint and must not pin a single pool (docs/fallback.md, "
+        # Only spot nodes carry the spot taint (pools.py); a block or flex-start rung needs no toleration.
+        tolerate = "tolerate the spot taint and " if "spot" in {capacity_of[n] for n in group.spot} else ""
+        found.append(f"{which}: the fallback runs only when {rung} capacity is short because {how}. You must {action}. "
+                     f"The pods must {tolerate}not pin a single pool (docs/fallback.md, "
                      f"\"Spot first, on-demand fallback\"; {mechanism.source}).")
     return found, warnings
