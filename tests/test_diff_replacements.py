@@ -62,6 +62,19 @@ def test_gke_partition_size_change_replaces_the_node_pools():
                                 for f in p.fields) for p in replaced)
 
 
+def test_gke_switch_to_dra_replaces_the_node_pools_for_their_driver_setting():
+    whole = {"name": "train", "kind": "training", "gpu": "A100-80GB", "gpus": 8}
+    dra = copy.deepcopy(TARGETS["gcp"])
+    dra.setdefault("settings", {})["gpu_allocation"] = "dra"
+    target = diff([whole], [whole], "gcp", TARGETS["gcp"], dra)
+    replaced = [p for p in target.pools if p.change == "replaced"]
+    assert replaced and len(replaced) == len(target.pools)
+    for pool in replaced:
+        [field] = [f for f in pool.fields if f.field == "settings.gpu_allocation"]
+        assert (field.old, field.new) == ("device-plugin", "dra")
+        assert "gpu_driver_installation_config" in (field.replaces or "")
+
+
 def test_a_forcenew_field_replaces_a_pool_that_keeps_its_name():
     moved = copy.deepcopy(TARGETS["gcp"])
     moved["settings"]["project"] = "other-project-1"

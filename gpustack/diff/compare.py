@@ -81,6 +81,7 @@ def pool_fields(target: TargetPlan, pool: Pool) -> dict[str, str]:
     for key, value in target.settings:
         fields[f"settings.{key}"] = ", ".join(value) if isinstance(value, (list, tuple)) else str(value)
     fields["settings.provisioner"] = target.provisioner  # the default, when the spec names none
+    fields["settings.gpu_allocation"] = target.gpu_allocation  # likewise
     return fields
 
 

@@ -181,6 +181,9 @@ class NodePools(Provisioner):
         "sharing.mig": f"guest_accelerator.gpu_partition_size is ForceNew ({_FORCENEW_NODE_CONFIG})",
         "cluster": f"cluster is ForceNew ({_FORCENEW_NODE_POOL})",
         "settings.project": f"project is ForceNew ({_FORCENEW_NODE_POOL})",
+        # device-plugin <-> dra switches the GKE-managed driver on or off (GPU_DRIVER_DISABLED on DRA pools).
+        "settings.gpu_allocation": "guest_accelerator.gpu_driver_installation_config.gpu_driver_version is ForceNew "
+                                   f"({_FORCENEW_NODE_CONFIG})",
     }
 
     # Spot first: GKE's autoscaler has no priority expander; a custom ComputeClass (cloud.google.com/v1)

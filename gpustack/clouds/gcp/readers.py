@@ -133,6 +133,7 @@ POOL_TYPES = (
               "labels": "nodeConfig.labels", "taints": "nodeConfig.taints", "sharing": "nodeConfig.guestAccelerators",
               "sharing.mode": "nodeConfig.guestAccelerators", "sharing.replicas": "nodeConfig.guestAccelerators",
               "sharing.mig": "nodeConfig.guestAccelerators", "cluster": "cluster", "settings.project": "project",
+              "settings.gpu_allocation": "nodeConfig.guestAccelerators",
               "min_nodes": "autoscaling.totalMinNodeCount", "max_nodes": "autoscaling.totalMaxNodeCount",
               "cloud_name": "name"},
              {SPOT: "nodeConfig.spot: true", ON_DEMAND: "nodeConfig.spot: false",
