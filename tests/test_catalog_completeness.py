@@ -51,7 +51,7 @@ def test_aws_families_are_complete_where_sold(source, region, family):
 
 
 def test_aws_has_every_region_the_sources_price_gpus_in():
-    regions = set(index("aws")["vantage-aws-gpu-2026-01"]["families"])
+    regions = set(index("aws")["vantage-aws-gpu-2026-08"]["families"])
     assert len(regions) >= 20
     assert set(load_catalog().regions("aws")) == regions
 
