@@ -14,7 +14,7 @@ import pytest
 from gpustack.catalog.feeds import RefreshError
 from gpustack.catalog.importer import main, rebuild
 from gpustack.catalog.rows import InstanceType
-from gpustack.catalog.snapshots import Snapshot
+from gpustack.catalog.snapshots import Snapshot, skypilot_rows
 from gpustack.clouds.aws.snapshot import _pick, _spot_feed
 
 SOURCES = Path(__file__).parent / "fixtures" / "catalog_sources"
@@ -30,18 +30,29 @@ def built(tmp_path):
     return tmp_path, "\n".join(lines)
 
 
+def skypilot_aws_rows() -> dict[tuple[str, str], InstanceType]:
+    """The fixture's SkyPilot AWS rows as read, before newer bundled rows (the spot feed's) win a region."""
+    from gpustack.catalog import load_catalog
+    from gpustack.clouds.aws.snapshot import _note, regional_zone
+
+    catalog = load_catalog()
+    snap = Snapshot("skypilot-aws-v8", SOURCES / "aws" / "skypilot-aws-v8", "2025-11")
+    rows, _ = skypilot_rows([snap], "aws", lambda name: (m.name if (m := catalog.gpu(name)) else None),
+                            regional_zone, _note)
+    return {(r.region, r.name): r for r in rows}
+
+
 def test_aws_spot_is_the_lowest_regional_zone_price_without_placeholders_or_local_zones(built):
-    data, out = built
-    rows = rows_of(data / "aws.csv")
+    _, out = built
+    rows = skypilot_aws_rows()
     g5 = rows[("eu-west-1", "g5.2xlarge")]
     # euw1-az3's 1.35296 equals on-demand: a placeholder, not a price; az2 is the lowest real one
-    assert (g5["gpu"], g5["gpus"], g5["vcpus"], g5["memory_gib"]) == ("A10G", "1", "8", "32")
-    assert (g5["on_demand_usd"], g5["spot_usd"], g5["source"], g5["as_of"]) == ("1.35296", "0.6179", "skypilot-aws-v8",
-                                                                                "2025-11")
+    assert (g5.gpu, g5.gpus, g5.vcpus, g5.memory_gib) == ("A10G", 1, 8, 32)
+    assert (g5.on_demand, g5.spot, g5.source, g5.as_of) == (1.35296, 0.6179, "skypilot-aws-v8", "2025-11")
     west = rows[("us-west-2", "g5.xlarge")]
-    assert west["spot_usd"] == "0.45" and "usw2-az1" in west["note"]  # the Local Zone's 0.31 is left out
+    assert west.spot == 0.45 and "usw2-az1" in west.note  # the Local Zone's 0.31 is left out
     p4d = rows[("us-west-2", "p4d.24xlarge")]
-    assert (p4d["gpu"], p4d["source"]) == ("A100-40GB", "skypilot-aws-v8")  # SkyPilot's "A100" is the 40 GB part
+    assert (p4d.gpu, p4d.source) == ("A100-40GB", "skypilot-aws-v8")  # SkyPilot's "A100" is the 40 GB part
     assert ("us-west-2", "g4ad.xlarge") not in rows and ("us-west-2", "g6f.large") not in rows  # AMD; a fraction
     assert "accelerators the catalog has no GPU model for (left out): Radeon Pro V520" in out
     assert "fractional-GPU types (left out): g6f.large" in out
@@ -172,6 +183,21 @@ def test_a_feed_price_at_or_above_on_demand_is_not_a_spot_price():
                      "left out"]
 
 
+def test_a_row_without_a_spot_price_takes_the_feeds_dated_by_the_feed():
+    vantage = _aws_row("vantage-aws-gpu-2026-08", "2026-08-26", 1.006, None)
+    (row,), notes = _pick([vantage], {("us-east-1", "g5.xlarge"): (0.5089, FEED)})
+    assert (row.on_demand, row.spot, row.as_of, row.source) == (1.006, 0.5089, "2026-08-06", "aws-spot-feed-2026-08")
+    assert notes == []
+
+
+def test_a_feed_price_equal_to_on_demand_at_the_feeds_four_decimals_is_the_cap_not_a_spot_price():
+    vantage = _aws_row("vantage-aws-gpu-2026-08", "2026-08-26", 11.81123, None)
+    (row,), notes = _pick([vantage], {("us-east-1", "g5.xlarge"): (11.8112, FEED)})
+    assert row.spot is None and "not below on-demand" in notes[0]
+    (below,), _ = _pick([vantage], {("us-east-1", "g5.xlarge"): (11.8111, FEED)})
+    assert below.spot == 11.8111
+
+
 def test_the_spot_feed_is_read_for_regions_proper_and_numeric_linux_prices(tmp_path):
     feed = tmp_path / "spot.json"
     sizes = [{"size": "g5.xlarge", "valueColumns": [{"name": "linux", "prices": {"USD": "0.5089"}},
@@ -189,14 +215,27 @@ def test_the_spot_feed_is_read_for_regions_proper_and_numeric_linux_prices(tmp_p
         _spot_feed(json.dumps({"config": {"regions": twice}}), "spot.json")
 
 
-def test_the_bundled_us_east_1_spot_prices_are_the_feeds_of_2026_08_06():
+# The regions of the feed of 2026-08-06 whose GPU group lists a size the catalog has; me-central-1,
+# me-south-1 and the GovCloud regions are not in the feed.
+FEED_REGIONS = {"af-south-1", "ap-east-1", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+                "ap-south-2", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-5",
+                "ca-central-1", "eu-central-1", "eu-central-2", "eu-north-1", "eu-south-1", "eu-south-2",
+                "eu-west-1", "eu-west-2", "eu-west-3", "il-central-1", "sa-east-1", "us-east-1", "us-east-2",
+                "us-west-1", "us-west-2"}
+
+
+def test_the_bundled_aws_spot_prices_are_the_feeds_of_2026_08_06_in_every_region_it_lists():
     from gpustack.catalog import load_catalog
 
     catalog = load_catalog()
-    rows = [r for r in catalog.rows_of("aws") if r.region == "us-east-1" and r.spot is not None]
-    assert rows and all(r.source == "aws-spot-feed-2026-08" and r.as_of >= "2026-06" for r in rows)
+    spot = [r for r in catalog.rows_of("aws") if r.spot is not None]
+    assert {r.region for r in spot} == FEED_REGIONS
+    assert all(r.source == "aws-spot-feed-2026-08" and r.as_of == "2026-08-06" and r.spot < r.on_demand
+               for r in spot)
     p4de = catalog.instance("aws", "us-east-1", "p4de.24xlarge")
-    assert (p4de.on_demand, p4de.spot, p4de.as_of) == (27.44705, 21.8259, "2026-07-20")
+    assert (p4de.on_demand, p4de.spot, p4de.as_of) == (27.44705, 21.8259, "2026-08-06")
+    g5 = catalog.instance("aws", "eu-west-1", "g5.xlarge")  # SkyPilot's 0.5727 of 2025-11 before
+    assert (g5.spot, g5.as_of) == (0.7264, "2026-08-06")
 
 
 def test_make_catalog_reads_a_spot_feed_folder_and_prices_the_rows_it_lists(tmp_path):
@@ -210,7 +249,7 @@ def test_make_catalog_reads_a_spot_feed_folder_and_prices_the_rows_it_lists(tmp_
     out.mkdir()
     rebuild(sources, out)
     west = rows_of(out / "aws.csv")[("us-west-2", "g5.xlarge")]
-    # the feed (2026-08-06) is newer than SkyPilot's zone price (2025-11): its spot price, the row's date
-    # the older of the two, the on-demand price's source named in the note
-    assert (west["spot_usd"], west["source"], west["as_of"]) == ("0.4101", "aws-spot-feed-2026-08", "2025-11")
-    assert "on-demand of skypilot-aws-v8 (2025-11); spot from aws-spot-feed-2026-08 (2026-08-06)" in west["note"]
+    # the feed given now prices the row over SkyPilot's zone price (2025-11) and over the bundled copy of the
+    # same feed; the on-demand price is the newest table's (the bundled vantage-derived one), named in the note
+    assert (west["spot_usd"], west["source"], west["as_of"]) == ("0.4101", "aws-spot-feed-2026-08", "2026-08-06")
+    assert west["note"] == "on-demand of vantage-aws-gpu-2026-08 (2026-08-26); spot from aws-spot-feed-2026-08 (2026-08-06)"

@@ -46,13 +46,21 @@ TODAY = datetime.date(2026, 12, 1)
 
 
 def test_the_price_age_counts_from_the_rows_a_plan_uses():
-    # the same type is current in us-east-1 (2026-07-20) and not in us-west-2 (SkyPilot's 2025-11 rows)
-    fresh = spec_text([{"name": "ml", "kind": "training", "gpu": "A10G", "gpus": 1, "replicas": 1}], ("aws",))
-    old = fresh.replace("us-east-1", "us-west-2")
-    [new_target] = build_plan(load_text(fresh, "spec.yaml")).targets
-    [old_target] = build_plan(load_text(old, "spec.yaml")).targets
-    assert new_target.prices_as_of == "2026-07-20" and stale_message(new_target.prices_as_of, TODAY) is None
-    assert old_target.prices_as_of == "2025-11" and "395 days old" in (stale_message(old_target.prices_as_of, TODAY) or "")
+    # one GCP region: g2 + L4 is priced from the 2026-07-30 table, n1 + T4 only from SkyPilot's 2025-09 rows
+    def target(gpu: str):
+        text = spec_text([{"name": "ml", "kind": "training", "gpu": gpu, "gpus": 1, "replicas": 1}], ("gcp",))
+        [planned] = build_plan(load_text(text, "spec.yaml")).targets
+        return planned
+
+    fresh, old = target("L4"), target("T4")
+    assert fresh.prices_as_of == "2026-07-30" and stale_message(fresh.prices_as_of, TODAY) is None
+    assert old.prices_as_of == "2025-09" and "days old" in (stale_message(old.prices_as_of, TODAY) or "")
+
+
+def test_every_aws_region_the_catalog_has_is_quiet_about_price_age_today():
+    from gpustack.catalog import load_catalog
+
+    assert min(r.as_of for r in load_catalog().rows_of("aws")) == "2026-08-06"
 
 
 def test_the_bundled_examples_azure_target_is_quiet_about_price_age_today():

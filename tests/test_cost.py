@@ -174,7 +174,7 @@ def test_a_burst_ranges_from_its_expected_share_to_its_peak_all_month():
 def test_spot_prices_say_what_they_are():
     [pool] = plan_of([JOB]).targets[0].pools
     assert "the region's price on the EC2 Spot pricing page" in pool.price.source
-    assert "aws-spot-feed-2026-08" in pool.price.source and "2026-07-20" in pool.price.source
+    assert "aws-spot-feed-2026-08" in pool.price.source and "2026-08-06" in pool.price.source
 
 
 def test_oci_vm_shapes_are_preemptible_at_half_the_on_demand_price():

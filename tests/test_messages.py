@@ -107,7 +107,8 @@ def test_verbose_is_an_option_of_every_command(tmp_path, capsys, monkeypatch):
 
 def test_the_price_age_warning_is_said_once_per_ci_job(tmp_path, capsys, monkeypatch):
     spec = tmp_path / "spec.yaml"
-    spec.write_text(spec_text([TRAIN]).replace("us-east-1", "us-west-2"))  # us-west-2's rows: older than 180 days
+    stale = {**TRAIN, "gpu": "T4"}  # GCP's n1 + T4 rows: older than 180 days
+    spec.write_text(spec_text([stale], ("gcp",)))
     job = tmp_path / "runner-temp"
     job.mkdir()
     monkeypatch.setenv("RUNNER_TEMP", str(job))

@@ -14,9 +14,10 @@
   bundled rows.
 - AWS's spot pricing feed (`spot.json`, the document behind aws.amazon.com/ec2/spot/pricing: per region
   and instance type one Linux spot price; no on-demand price, no facts). Its price replaces an older
-  spot price of the row the rules below pick and goes with that row's on-demand price; the row is dated
-  by the older of the two and its note names the feed. A feed price at or above on-demand is not a
-  spot price and is left out, as are sizes the feed marks unavailable ("N/A*").
+  spot price of the row the rules below pick, or gives a row without one its spot price, and goes with
+  that row's on-demand price; the row is dated by the older of the two and its note names the feed. A
+  feed price at or above on-demand (to the feed's 4 decimals) is not a spot price and is left out, as
+  are sizes the feed marks unavailable ("N/A*").
 
 Per region and type the newest source's row is taken, with one exception: a row without a spot price
 does not replace an older row that has one when the two on-demand prices are the same to the cent. The
@@ -41,6 +42,7 @@ from gpustack.catalog.snapshots import Snapshot, facts_of, karpenter_tables, lef
 
 VANTAGE_TABLE = "all_gpu_instances.js"
 SPOT_FEED = "spot.json"
+FEED_DECIMALS = 4  # the spot feed's prices, "0.3196"
 FEED_SPOT = "spot from "  # how a row's note names the feed its spot price comes from
 ON_DEMAND_OF = "on-demand of "  # ... and the source of its on-demand price
 # the commercial partition's table (us-east-1) and the GovCloud one (us-gov-east-1, us-gov-west-1)
@@ -125,12 +127,14 @@ def _pick(candidates: Sequence[InstanceType], feeds: Mapping[tuple[str, str], tu
 
 def _with_feed_spot(chosen: InstanceType, newest: InstanceType, spot: float, feed: Snapshot,
                     notes: list[str]) -> InstanceType:
-    """`chosen` with the feed's spot price when the feed is newer than the row's date. The row takes the
-    newest on-demand price (`newest`, which `chosen` gives to the cent), the older date of the two prices
-    and the feed as its source; its note names where the on-demand price comes from."""
-    if feed.as_of <= chosen.as_of:
-        return chosen
-    if spot >= newest.on_demand:
+    """`chosen` with the feed's spot price when it has none, came from this feed, or is older than the feed.
+    The row takes the newest on-demand price (`newest`, which `chosen` gives to the cent), the older date of
+    the two prices and the feed as its source; its note names where the on-demand price comes from."""
+    if chosen.spot is not None and feed.as_of <= chosen.as_of and chosen.source != feed.key:
+        return chosen  # a newer spot price; a row of this feed itself takes the copy given now
+    # The feed writes 4 decimals; a spot price equal to on-demand at that precision is the cap AWS shows
+    # where no spot discount is to be had (ap-northeast-1 g5.24xlarge 11.8112 against 11.81123).
+    if spot >= round(newest.on_demand, FEED_DECIMALS):
         notes.append(f"{newest.region} {newest.name}: {feed.key} spot {spot:g} is not below on-demand "
                      f"{newest.on_demand:g} USD/h; left out")
         return chosen
