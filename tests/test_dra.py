@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from cloudsim import dra as sim
-from conftest import TARGETS
+from conftest import TARGETS, assert_golden_folder
 from strategic_merge import merge, plain_object, pod_spec
 from gpustack.clouds import CLOUDS
 from gpustack.errors import SpecError
@@ -23,7 +23,7 @@ from gpustack.plan import build_plan, claims
 from gpustack.plan.model import Plan, TargetPlan
 from gpustack.render import in_cluster
 from gpustack.render import claims as claim_render
-from gpustack.render.files import render_files
+from gpustack.render.files import render_files, workload_files
 from gpustack.render.workloads import patch, wirings
 from gpustack.spec import load_text
 from gpustack.spec.yamlsource import parse_all
@@ -54,6 +54,16 @@ def dra_plan(cloud: str, workloads: list[dict[str, Any]], provisioner: str = "ma
 
 def warnings_of(target: TargetPlan, code: str) -> list[str]:
     return [w.message for w in target.warnings if w.code == code]
+
+
+@pytest.mark.golden
+def test_a_dra_targets_rendered_files_and_workload_patches_match_golden():
+    # Whole GPUs, a MIG profile and a time-shared GPU on EKS managed node groups: the claim templates, the
+    # shared claim, the DRA driver's release and the patches that make pods name their claims.
+    plan = dra_plan("aws", [TRAIN, CHAT, NOTEBOOKS])
+    [target] = plan.targets
+    assert_golden_folder("render/aws-dra", render_files(in_cluster(plan, target)))
+    assert_golden_folder("workloads/aws-dra", workload_files(target, wirings(target)))
 
 
 def test_device_plugin_is_the_default_and_the_plan_says_so():
