@@ -39,9 +39,10 @@ class NamedAnswers(Source):
         base, _, part = name.rpartition("-")
         if part in PER_CHUNK and name not in self.answers:
             return per_chunk(self.answers.get(base, []), PER_CHUNK[part], query, end)
+        edges = part == "edges" and name not in self.answers  # `queries.step_edges`: the base at start and end
         out = []
-        for item in self.answers.get(name, []):
-            values = [v for v in item["values"] if start <= v[0] <= end]
+        for item in self.answers.get(base if edges else name, []):
+            values = [v for v in item["values"] if start <= v[0] <= end and (not edges or (v[0] - start) % step == 0)]
             if values:
                 out.append({"metric": item["metric"], "values": values})
         return out

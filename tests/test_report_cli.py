@@ -213,7 +213,8 @@ def test_record_then_input_gives_the_same_report(capsys: pytest.CaptureFixture[s
                                                  tmp_path: Path) -> None:
     recorded = tmp_path / "recorded"
     live = _json(capsys, spec, "--prometheus", url, "--record", str(recorded))
-    assert sorted(p.name.split("-1795")[0] for p in recorded.iterdir())[:2] == ["idle-dcgm-10", "memory-dcgm"]
+    assert sorted(p.name.split("-1795")[0] for p in recorded.iterdir())[:3] == ["idle-dcgm-10", "idle-dcgm-mig-10",
+                                                                                   "memory-dcgm"]
     assert _json(capsys, spec, "--input", str(recorded)) == live
     code, _, err = _report(capsys, str(spec), "--target", "aws-prod", "--since", "2d", "--until", UNTIL,
                            "--input", str(recorded))
@@ -290,7 +291,7 @@ def test_docs_hold_the_queries_as_sent() -> None:
     mine = {"default": ["chat", "notebooks"]}
     for query in (queries.pod_labels("60s", mine), queries.pod_running("60s", mine), queries.pod_placed("60s", mine),
                   queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"]),
-                  queries.idle_samples("dcgm", "60s", mine, 10),
+                  *queries.idle_samples("dcgm", "60s", mine, 10),
                   queries.memory_values("dcgm", "60s", "86370s", mine),
                   queries.memory_samples("dcgm", "60s", mine, ["chat-7d9f8b6c5d-x2k4q"]),
                   queries.steps_present(queries.pod_labels("60s", mine), "60s", "86370s")):
@@ -382,7 +383,7 @@ def test_a_pod_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_qu
     loaded = load_spec(spec)
     plan = build_plan(loaded)
     # Its labels series covers half the day, so its steps are asked for by name: refused there, first.
-    with pytest.raises(ReportError, match="query pod-labels-first: pod not a DNS name"):
+    with pytest.raises(ReportError, match="query pod-labels-edges: pod not a DNS name"):
         build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
                      spec_planner(str(spec), (), spec.parent, plan))
     assert not any("vector(1)" in query for query in answers.promql)

@@ -17,9 +17,11 @@ class Asked(NamedAnswers):
     def __init__(self, answers: dict[str, list[dict[str, object]]]):
         super().__init__(answers)
         self.asked: list[tuple[str, int, int]] = []
+        self.steps: list[int] = []
 
     def range_query(self, name: str, query: str, start: int, end: int, step: int) -> list[dict[str, object]]:
         self.asked.append((query, start, end))
+        self.steps.append(step)
         return super().range_query(name, query, start, end, step)
 
 
@@ -36,12 +38,17 @@ def test_spans_are_runs_across_chunks_and_a_missed_scrape_breaks_one() -> None:
     ask = functools.partial(queries.pod_running, "60s", {"default": ["chat"]})
     runs = fetch.spans(source, ask, "pod", WINDOW, ("pod",))
     assert runs == {("chat-a",): [(1_400, 1_550), (1_551, 1_600)]}
-    # Per chunk, the steps each series holds; in the two chunks where it came or went, its first and last step by
-    # name; every step only in the second, where a missed scrape leaves a gap.
-    per_step = [(s, e) for q, s, e in source.asked if s != e]
+    # Per chunk, the steps each series holds; in the two chunks where it came or went, whether it holds the chunk's
+    # first and last step, by name, then the first step where it came (the first chunk) and the last where it went
+    # (the second); every step only in the second, where a missed scrape leaves a gap.
+    per_step = [(s, e) for (q, s, e), step in zip(source.asked, source.steps, strict=True) if s != e and step == 60]
     assert per_step == [(86_460, 172_800)]
+    edges = [(s, e) for (q, s, e), step in zip(source.asked, source.steps, strict=True) if step == e - s > 60]
+    assert edges == [(60, 86_400), (86_460, 172_800)]
     assert sum(q.startswith("count_over_time") for q, _, _ in source.asked) == 3
-    assert sum('pod=~"chat-a"' in q for q, _, _ in source.asked) == 5  # first and last in two chunks, steps in one
+    assert [q.split("(")[0] for q, _, _ in source.asked if q.startswith(("min_over_time", "max_over_time"))] == [
+        "min_over_time", "max_over_time"]
+    assert sum('pod=~"chat-a"' in q for q, _, _ in source.asked) == 5  # edges in two chunks, a bound each, steps once
 
 
 def test_a_series_present_all_chunk_long_is_one_run_without_its_steps() -> None:
@@ -51,9 +58,11 @@ def test_a_series_present_all_chunk_long_is_one_run_without_its_steps() -> None:
                                    series(later, dict.fromkeys(range(2_900, 3_000), 1), 0, 60)]})
     runs = fetch.spans(source, functools.partial(queries.pod_labels, "60s", {"ns": ["a"]}), "pod", WINDOW, ("pod",))
     assert runs == {("p",): [(0, 3_000)], ("q",): [(2_900, 3_000)]}
-    assert all(s == e for _, s, e in source.asked)  # no series asked for at every step: one point per series
+    # No series asked for at every step: one point per series and chunk, two for the edges of the one that came.
+    assert all(s == e or step == e - s for (_, s, e), step in zip(source.asked, source.steps, strict=True))
     named = [q for q, _, _ in source.asked if "pod=~" in q]
-    assert len(named) == 2 and all('pod=~"q"' in q for q in named)  # its first and last step, in the last chunk
+    # In the last chunk, whether it holds the chunk's edges (the last only), then its first step.
+    assert len(named) == 2 and all('pod=~"q"' in q for q in named) and named[1].startswith("min_over_time")
 
 
 def test_value_counts_add_up_the_chunks_each_a_subquery_of_its_own_length() -> None:

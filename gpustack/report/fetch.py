@@ -78,24 +78,54 @@ def _single_runs(source: Source, ask: Callable[[Sequence[str]], Query], named_by
                  last: int, partly: dict[Identity, int], found: dict[Key, list[join.Run]], by: tuple[str, ...]
                  ) -> set[str]:
     """Adds to `found` the run of each series of `partly` (identity -> steps held in the chunk) that holds one;
-    returns the `named_by` names of the others."""
+    returns the `named_by` names of the others. Which of them hold the chunk's first and last step comes first
+    (two evaluations): a series holding the first step can only be one run if the run starts there, so only its
+    last step is asked for (and the other way round); one holding both has a gap; one holding neither is asked
+    for both."""
     if not partly:
         return set()
-    names = {dict(identity).get(named_by, "") for identity in partly}
+    edge_query = queries.step_edges(_named(ask, named_by, {dict(i).get(named_by, "") for i in partly}, "edges"))
+    edges = _edges(source, edge_query, window, first, last)
     span = f"{(last - first) * window.step - window.step // 2}s"
-    starts, ends = queries.step_bounds(_named(ask, named_by, names, "first"), f"{window.step}s", span)
-    firsts = _per_series(source, starts, window, last)
-    lasts = _per_series(source, ends, window, last)
     gaps: set[str] = set()
+    begins: dict[Identity, int] = {}
+    ends: dict[Identity, int] = {}
+    for identity in partly:  # one holding both edges has a gap: it is left to the per-step query below
+        held = edges.get(identity, (False, False))
+        if held[0]:
+            begins[identity] = first
+        if held[1]:
+            ends[identity] = last - 1
+    unknown_begin = {dict(i).get(named_by, "") for i in partly if i not in begins}
+    unknown_end = {dict(i).get(named_by, "") for i in partly if i not in ends}
+    if unknown_begin:
+        starts, _ = queries.step_bounds(_named(ask, named_by, unknown_begin, "first"), f"{window.step}s", span)
+        for identity, moment in _per_series(source, starts, window, last).items():
+            if identity in partly and identity not in begins:
+                begins[identity] = _index(moment, window, first, last, starts)
+    if unknown_end:
+        _, stops = queries.step_bounds(_named(ask, named_by, unknown_end, "last"), f"{window.step}s", span)
+        for identity, moment in _per_series(source, stops, window, last).items():
+            if identity in partly and identity not in ends:
+                ends[identity] = _index(moment, window, first, last, stops)
     for identity, count in partly.items():
-        a, b = firsts.get(identity), lasts.get(identity)
-        begin = None if a is None else _index(a, window, first, last, starts)
-        end = None if b is None else _index(b, window, first, last, ends)
+        begin, end = begins.get(identity), ends.get(identity)
         if begin is not None and end is not None and end - begin + 1 == count:
             found.setdefault(_key(dict(identity), by), []).append((begin, end + 1))
         else:
             gaps.add(dict(identity).get(named_by, ""))
     return gaps
+
+
+def _edges(source: Source, query: Query, window: Window, first: int, last: int) -> dict[Identity, tuple[bool, bool]]:
+    """Per series of a per-step query, whether it holds a value at the chunk's first and at its last step (one
+    range query whose step is the distance between them)."""
+    start, end = window.step_end(first), window.step_end(last - 1)
+    out: dict[Identity, tuple[bool, bool]] = {}
+    for series in source.range_query(query.name, query.promql, start, end, max(window.step, end - start)):
+        steps = {_index(moment, window, first, last, query) for moment, _ in series["values"]}
+        out[_identity(series["metric"])] = (first in steps, last - 1 in steps)
+    return out
 
 
 def _named(ask: Callable[[Sequence[str]], Query], named_by: str, names: set[str], what: str) -> Query:

@@ -125,16 +125,24 @@ def _ask(plan: TargetPlan, source: Source, window: Window, workloads: list[Workl
                               window, ("node", queries.POOL)) if pool_names else None
         placed_f = pool.submit(fetch.spans, source, functools.partial(queries.pod_placed, step, by_namespace), "pod",
                                window, (*pod, "node")) if any(p.reserved_nodes > 0 for p in plan.pools) else None
-        named = functools.cache(lambda: join.Pods(labels_f.result(), {}))  # for memory, in its worker threads
+        own = functools.cache(lambda: _own(labels_f.result(), by_namespace))
+        named = functools.cache(lambda: join.Pods(own(), {}))  # for memory, in its worker threads
         present_f, memory_f, idle_f = _ask_gpus(pool, plan, source, window, workloads, named)
         try:
-            return _Answers(join.Pods(labels_f.result(), running_f.result()),
+            return _Answers(join.Pods(own(), running_f.result()),
                             nodes_f.result() if nodes_f else {}, placed_f.result() if placed_f else {},
                             {k: f.result() for k, f in present_f.items()}, {k: f.result() for k, f in memory_f.items()},
                             {k: f.result() for k, f in idle_f.items()})
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the answer: ask nothing more
             raise
+
+
+def _own(labelled: dict[join.Key, join.Runs], by_namespace: dict[str, list[str]]) -> dict[join.Key, join.Runs]:
+    """The `pod-labels` runs (namespace, pod, uid, workload) of pods labelled with a workload of their own
+    namespace: the query asks for every workload name in every namespace of the target, in one selector."""
+    mine = {(ns, name) for ns, names in by_namespace.items() for name in names}
+    return {key: runs for key, runs in labelled.items() if (key[0], key[3]) in mine}
 
 
 _GpuAnswers: TypeAlias = ("tuple[dict[str, Future[set[join.Key]]], dict[str, Future[dict[join.Key, Counter[float]]]], "
@@ -161,9 +169,18 @@ def _ask_gpus(pool: concurrent.futures.Executor, plan: TargetPlan, source: Sourc
                                      functools.partial(_memory_owners, source, window, name, mine, named))
         for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
             group = _grouped(mine, {w for w in by_name if _below(by_name[w]) == below})
-            idle_f[(name, below)] = pool.submit(fetch.steps_of, source,
-                                                queries.idle_samples(name, step, group, below), window)
+            idle_f[(name, below)] = pool.submit(_idle_steps, source, window,
+                                                queries.idle_samples(name, step, group, below))
     return present_f, memory_f, idle_f
+
+
+def _idle_steps(source: Source, window: Window, parts: tuple[queries.Query, ...]) -> dict[join.Identity, array.array[int]]:
+    """The idle steps of every part of an exporter's utilisation (`queries.IDLE_PARTS`): their series are disjoint."""
+    out: dict[join.Identity, array.array[int]] = {}
+    for part in parts:
+        for identity, steps in fetch.steps_of(source, part, window).items():
+            out.setdefault(identity, array.array("l")).extend(steps)
+    return out
 
 
 def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, list[str]],

@@ -105,7 +105,12 @@ KSM_NODE_LABELS = "kube-state-metrics kube_node_labels"
 # (`pods` / `nodes`). The report folds the answers into runs of steps and joins the runs itself
 # (gpustack/report/join.py): which pods of which workload ran, on which nodes of which pool.
 def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
-    return Query("pod-labels", labelled(step, by_namespace, pods), KSM_LABELS)
+    """One selector for every namespace (`labelled` would join one per namespace with `or`, an operation at every
+    step): the pods labelled with any workload name of the target in any of its namespaces. A series whose
+    namespace is not its workload's is the report's to drop (gpustack/report/observe.py `_own`)."""
+    names = sorted({name for listed in by_namespace.values() for name in listed})
+    return Query("pod-labels", f'max_over_time(kube_pod_labels{{{_namespaces(by_namespace)}, '
+                 f'{WORKLOAD}=~"{_alternatives(names)}"{_only("pod", pods)}}}[{step}])', KSM_LABELS)
 
 
 def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
@@ -127,6 +132,13 @@ def steps_present(query: Query, step: str, window: str) -> Query:
     return Query(f"{query.name}-steps", f"count_over_time(({query.promql})[{window}:{step}])", query.source)
 
 
+def step_edges(query: Query) -> Query:
+    """A per-step query asked at a chunk's first and last step only (a range query whose step is the chunk's
+    length): which series hold a value at the chunk's edges, so a series that came (or went) in it is asked for
+    only its first (or last) step."""
+    return Query(f"{query.name}-edges", query.promql, query.source)
+
+
 def step_bounds(query: Query, step: str, window: str) -> tuple[Query, Query]:
     """The first and the last step end in `window` (as `steps_present`) at which each series of a per-step query
     has a value: with its count of steps, whether it holds one run and which."""
@@ -135,10 +147,19 @@ def step_bounds(query: Query, step: str, window: str) -> tuple[Query, Query]:
             Query(f"{query.name}-last", f"max_over_time({over})", query.source))
 
 
+def dcgm_whole_utilisation(step: str, namespaces: str) -> str:
+    """Percent per whole or time-sliced GPU (GPU_UTIL)."""
+    return f'max_over_time(DCGM_FI_DEV_GPU_UTIL{{GPU_I_ID="", {namespaces}}}[{step}])'
+
+
+def dcgm_mig_utilisation(step: str, namespaces: str) -> str:
+    """Percent per MIG instance: engine activity x 100."""
+    return f'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_ID!="", {namespaces}}}[{step}]) * 100'
+
+
 def dcgm_utilisation(step: str, namespaces: str) -> str:
     """Percent per GPU or MIG instance: GPU_UTIL for whole and time-sliced GPUs, engine activity x 100 for MIG."""
-    return (f'(max_over_time(DCGM_FI_DEV_GPU_UTIL{{GPU_I_ID="", {namespaces}}}[{step}]) or '
-            f'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_ID!="", {namespaces}}}[{step}]) * 100)')
+    return f"({dcgm_whole_utilisation(step, namespaces)} or {dcgm_mig_utilisation(step, namespaces)})"
 
 
 def hami_utilisation(step: str, namespaces: str) -> str:
@@ -165,11 +186,20 @@ def utilisation_present(exporter: str, step: str, by_namespace: Mapping[str, Ite
                  f"group_left ({WORKLOAD}) {mine})", SOURCES[exporter])
 
 
-def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], below: float) -> Query:
-    """Per utilisation series of the namespaces, a point in each step where it is below `below`. Whether its pod
-    ran in that step, and for which workload, the report joins from `pod-running` and `pod-labels`."""
-    return Query(f"idle-{exporter}-{below:g}", f"({UTILISATION[exporter](step, _namespaces(by_namespace))} < {below:g})",
-                 SOURCES[exporter])
+# The parts of each exporter's utilisation, asked for idle steps one by one: `or` would match the two sides'
+# series at every step, though they never share a label set (GPU_I_ID is empty on one side, set on the other),
+# so the union of the parts' answers is what the `or` would answer.
+IDLE_PARTS = {"dcgm": (("", dcgm_whole_utilisation), ("mig-", dcgm_mig_utilisation)), "hami": (("", hami_utilisation),)}
+
+
+def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], below: float
+                 ) -> tuple[Query, ...]:
+    """Per utilisation series of the namespaces, a point in each step where it is below `below`, one query per
+    part of the exporter's utilisation (`IDLE_PARTS`). Whether its pod ran in that step, and for which workload,
+    the report joins from `pod-running` and `pod-labels`."""
+    namespaces = _namespaces(by_namespace)
+    return tuple(Query(f"idle-{exporter}-{part}{below:g}", f"({utilisation(step, namespaces)} < {below:g})",
+                       SOURCES[exporter]) for part, utilisation in IDLE_PARTS[exporter])
 
 
 def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
