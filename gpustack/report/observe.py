@@ -13,7 +13,6 @@ import array
 import concurrent.futures
 import dataclasses
 import functools
-import math
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -226,7 +225,8 @@ def _workload(w: Workload, plan: TargetPlan, window: Window, floor_quantile: flo
                                 f"{w.name} in namespace {w.namespace} in the window: no figure for this workload. "
                                 f"Run {KSM_PODS}, and label its pods gpustack.dev/workload={w.name}", workload=w.name))
         return empty
-    counts = [0 if v != v else round(v) for v in (running or array.array("d", [math.nan]) * window.steps)]
+    # Counts of runs are whole numbers (gpustack/report/join.py `counts`); no runs at all is no pod in any step.
+    counts = list(map(int, running)) if running is not None else [0] * window.steps
     stats = measure.replica_stats(counts, floor_quantile)
     gpu_hours = measure.gpu_hours(counts, gpus_per_replica, window.step_hours)
     outside = None
