@@ -1,14 +1,14 @@
 """Running the queries chunk by chunk and folding each answer into per-step values as it arrives.
 
 Only what a measurement needs is kept: runs of steps for pods and nodes, the idle steps per utilisation
-series, value counts for memory and sets for presence, so memory stays bounded by the pods' and nodes'
+series, value counts for memory (built by gpustack/report/observe.py from `tile_values` and `chunk_samples`)
+and sets for presence, so memory stays bounded by the pods' and nodes'
 runs and the idle steps, not by the samples Prometheus reads.
 """
 
 from __future__ import annotations
 
 import array
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
 from gpustack.report import join, queries
@@ -33,7 +33,7 @@ def _index(moment: float, window: Window, first: int, last: int, query: Query) -
     return index
 
 
-def _identity(labels: dict[str, str]) -> Identity:
+def series_identity(labels: dict[str, str]) -> Identity:
     return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
 
 
@@ -124,7 +124,7 @@ def _edges(source: Source, query: Query, window: Window, first: int, last: int) 
     out: dict[Identity, tuple[bool, bool]] = {}
     for series in source.range_query(query.name, query.promql, start, end, max(window.step, end - start)):
         steps = {_index(moment, window, first, last, query) for moment, _ in series["values"]}
-        out[_identity(series["metric"])] = (first in steps, last - 1 in steps)
+        out[series_identity(series["metric"])] = (first in steps, last - 1 in steps)
     return out
 
 
@@ -141,7 +141,7 @@ def _per_series(source: Source, query: Query, window: Window, last: int) -> dict
     out: dict[Identity, float] = {}
     for series in source.range_query(query.name, query.promql, at, at, window.step):
         for _, text in series["values"]:
-            out[_identity(series["metric"])] = _number(text, query)
+            out[series_identity(series["metric"])] = _number(text, query)
     return out
 
 
@@ -151,7 +151,7 @@ def steps_of(source: Source, query: Query, window: Window) -> dict[Identity, arr
     out: dict[Identity, array.array[int]] = {}
     for first, last in window.chunks(CHUNK_STEPS):
         for labels, steps in _chunk_steps(source, query, window, first, last):
-            out.setdefault(_identity(labels), array.array("l")).extend(steps)
+            out.setdefault(series_identity(labels), array.array("l")).extend(steps)
     return out
 
 
@@ -167,21 +167,20 @@ def present(source: Source, query_over: Callable[[str], Query], window: Window, 
     return found
 
 
-def value_counts(source: Source, query_over: Callable[[str], Query], window: Window, by: tuple[str, ...], label: str,
-                 chunk_keys: Callable[[int, int, dict[Key, Counter[float]]], dict[Key, Counter[float]]] | None = None
-                 ) -> dict[Key, Counter[float]]:
-    """Per `by` labels, how many samples held each value (the value is in `label`): `query_over(range)` sums a
-    per-step count over `range` in a subquery, evaluated once at the end of each chunk of the window (so the
-    server holds one chunk at a time); the chunks' counts are added, each chunk's first mapped by
-    `chunk_keys(first, last, counts)` when given. The range is the chunk less half a step, so the subquery's
-    evaluations are exactly the chunk's step ends whether the server's ranges include their start
-    (Prometheus 2) or not (3)."""
-    out: dict[Key, Counter[float]] = {}
-    for first, last in window.chunks(CHUNK_STEPS):
-        chunk = chunk_value_counts(source, query_over(f"{(last - first) * window.step - window.step // 2}s"),
-                                   window.step_end(last - 1), window.step, by, label)
-        for key, counts in (chunk_keys(first, last, chunk) if chunk_keys else chunk).items():
-            out.setdefault(key, Counter()).update(counts)
+def tile_values(source: Source, query: Query, window: Window, first: int, last: int, tile: int
+                ) -> dict[Identity, dict[int, float]]:
+    """Per series, its value at the end of each tile of `tile` steps of one chunk (tile 0 ends at step
+    first + tile - 1), `query` being a function over a subquery of one tile: a range query whose step is a tile."""
+    start, end = window.step_end(first + tile - 1), window.step_end(last - 1)
+    out: dict[Identity, dict[int, float]] = {}
+    for series in source.range_query(query.name, query.promql, start, end, tile * window.step):
+        values = out.setdefault(series_identity(series["metric"]), {})
+        for moment, text in series["values"]:
+            index = _index(moment, window, first, last, query)
+            if (index - first + 1) % tile:
+                raise ReportError(f"query {query.name}: a sample at {moment} is not at the end of one of the asked "
+                                  "tiles")
+            values[(index - first) // tile] = _number(text, query)
     return out
 
 
@@ -192,22 +191,6 @@ def chunk_samples(source: Source, query: Query, window: Window, first: int, last
     for series in source.range_query(query.name, query.promql, start, end, window.step):
         for moment, text in series["values"]:
             yield series["metric"], _index(moment, window, first, last, query), _number(text, query)
-
-
-def chunk_value_counts(source: Source, query: Query, at: int, step: int, by: tuple[str, ...], label: str
-                       ) -> dict[Key, Counter[float]]:
-    """`value_counts` of one chunk, its query evaluated once at `at`."""
-    out: dict[Key, Counter[float]] = {}
-    for series in source.range_query(query.name, query.promql, at, at, step):
-        labels = series["metric"]
-        try:
-            value = float(labels[label])
-        except (KeyError, ValueError):
-            raise ReportError(f"query {query.name}: a series has no numeric {label!r} label") from None
-        counts = out.setdefault(_key(labels, by), Counter())
-        for _, text in series["values"]:
-            counts[value] += int(_number(text, query))
-    return out
 
 
 def _number(text: str, query: Query) -> float:

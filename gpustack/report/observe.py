@@ -13,6 +13,7 @@ import array
 import concurrent.futures
 import dataclasses
 import functools
+import math
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -28,6 +29,9 @@ from gpustack.spec.model import HOURS_PER_MONTH, Spec, Workload
 DEFAULT_IDLE_BELOW = 10.0  # percent, as the per-pool idle alert
 DEFAULT_IDLE_FOR = 15 * 60
 MIB_PER_GIB = 1024
+# Steps per memory tile (an hour at 1-minute steps): a tile whose values do not vary is three numbers, one
+# whose values do costs its pod's samples of the chunk.
+MEMORY_TILE_STEPS = 60
 QUERY_CONCURRENCY = 4  # requests in flight at once: bounded, and below Prometheus's default of 20 (--query.max-concurrency)
 KSM_PODS = "kube-state-metrics --metric-labels-allowlist=pods=[gpustack.dev/workload]"
 KSM_NODES = "kube-state-metrics --metric-labels-allowlist=nodes=[gpustack.dev/pool]"
@@ -162,10 +166,7 @@ def _ask_gpus(pool: concurrent.futures.Executor, plan: TargetPlan, source: Sourc
         present_f[name] = pool.submit(fetch.present, source,
                                       functools.partial(queries.utilisation_present, name, by_namespace=mine),
                                       window, ("namespace", queries.WORKLOAD))
-        memory_f[name] = pool.submit(fetch.value_counts, source,
-                                     functools.partial(queries.memory_values, name, step, by_namespace=mine),
-                                     window, ("namespace", "pod"), "mib",
-                                     functools.partial(_memory_owners, source, window, name, mine, named))
+        memory_f[name] = pool.submit(_memory, source, window, name, mine, named)
         for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
             group = _grouped(mine, {w for w in by_name if _below(by_name[w]) == below})
             idle_f[(name, below)] = pool.submit(_idle_steps, source, window,
@@ -182,31 +183,50 @@ def _idle_steps(source: Source, window: Window, parts: tuple[queries.Query, ...]
     return out
 
 
-def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, list[str]],
-                   named: Callable[[], join.Pods], first: int, last: int,
-                   counts: dict[join.Key, Counter[float]]) -> dict[join.Key, Counter[float]]:
-    """One chunk's memory counts per (namespace, pod), as counts per (namespace, workload): a pod labelled with
-    one workload in every step of the chunk is that workload's; the pods labelled in only part of it are
-    asked again for their samples at every step, each given to the workload the pod is labelled with in its
-    step, so every sample goes where its step's labels say."""
-    pods = named()
+def _memory(source: Source, window: Window, via: str, mine: dict[str, list[str]], named: Callable[[], join.Pods]
+            ) -> dict[join.Key, Counter[float]]:
+    """Per (namespace, workload), how many memory samples held each value, chunk by chunk. A pod labelled with one
+    workload in every step of a chunk is that workload's: per tile of steps (`queries.memory_tiles`), a tile
+    whose values do not vary counts its steps at that value; the steps of the others, and of the pods labelled in
+    only part of the chunk, are asked for one by one (`queries.memory_samples`), each of the latter given to the
+    workload the pod is labelled with in its step, so every sample goes where its step's labels say."""
+    step = f"{window.step}s"
     out: dict[join.Key, Counter[float]] = {}
-    partly: set[str] = set()
-    for (namespace, pod), counted in counts.items():
-        owner = pods.sole_workload((namespace, pod), first, last)
-        if owner is not None:
-            out.setdefault((namespace, owner), Counter()).update(counted)
-        elif pods.named_in((namespace, pod), first, last):
-            partly.add(pod)
-    if partly:
+    for first, last in window.chunks(fetch.CHUNK_STEPS):
+        tile = math.gcd(last - first, MEMORY_TILE_STEPS)  # equal tiles that cover the chunk
+        counted, lows, highs = (fetch.tile_values(source, query, window, first, last, tile) for query in
+                                queries.memory_tiles(via, step, f"{tile * window.step - window.step // 2}s", mine))
+        pods = named()
+        partly: set[join.Key] = set()
+        varying: dict[join.Identity, tuple[join.Key, set[int]]] = {}  # series -> (its workload, tiles)
+        for identity, counts in counted.items():
+            labels = dict(identity)
+            name = (labels.get("namespace", ""), labels.get("pod", ""))
+            owner = pods.sole_workload(name, first, last)
+            if owner is None:
+                if pods.named_in(name, first, last):
+                    partly.add(name)
+                continue
+            low, high = lows.get(identity, {}), highs.get(identity, {})
+            for k, n in counts.items():
+                if k in low and low[k] == high.get(k):
+                    out.setdefault((name[0], owner), Counter())[low[k]] += int(n)
+                else:
+                    varying.setdefault(identity, ((name[0], owner), set()))[1].add(k)
+        asked = sorted({pod for _, pod in partly} | {dict(i).get("pod", "") for i in varying})
+        if not asked:
+            continue
         try:
-            query = queries.memory_samples(via, f"{window.step}s", mine, sorted(partly))
+            query = queries.memory_samples(via, step, mine, asked)
         except ValueError as exc:  # a pod name from the answer that is no Kubernetes name: never put into a query
             raise ReportError(f"query memory-{via}: pod {exc}") from None
-        for labels, step, value in fetch.chunk_samples(source, query, window, first, last):
+        for labels, index, value in fetch.chunk_samples(source, query, window, first, last):
             name = (labels.get("namespace", ""), labels.get("pod", ""))
-            for owner in pods.workloads_at(name, step):
-                out.setdefault((name[0], owner), Counter())[value] += 1
+            if name in partly:
+                for owner in pods.workloads_at(name, index):
+                    out.setdefault((name[0], owner), Counter())[value] += 1
+            elif (held := varying.get(fetch.series_identity(labels))) is not None and (index - first) // tile in held[1]:
+                out.setdefault(held[0], Counter())[value] += 1
     return out
 
 

@@ -202,19 +202,24 @@ def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[s
                        SOURCES[exporter]) for part, utilisation in IDLE_PARTS[exporter])
 
 
-def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    """How many of each pod's memory samples in `window` (a subquery range, gpustack/report/fetch.py
-    `value_counts`) held each value: `count_values` per step (the value as a label), summed over the steps,
-    so the answer is one point per pod and value, and the percentile over every sample is exact without one
-    series per GPU. A pod labelled with one workload in every step of the chunk is that workload's (the report
-    joins it, gpustack/report/join.py); the others are asked for with `memory_samples`."""
-    per_step = f'count_values by (namespace, pod) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))})'
-    return Query(f"memory-{exporter}", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
+def memory_tiles(exporter: str, step: str, tile: str, by_namespace: Mapping[str, Iterable[str]]
+                 ) -> tuple[Query, Query, Query]:
+    """Per memory series of the namespaces and tile of steps (`tile`: a subquery range, a tile less half a step,
+    evaluated at each tile's end: gpustack/report/observe.py `_memory`), in how many steps it has a value and the
+    least and the most of those values: a tile whose least value is its most holds that value in each of its
+    steps, so its samples are counted exactly without being sent one by one. Three functions over a subquery:
+    Prometheus evaluates them series by series, where `count_values` per step would build a series per value and
+    step. The tiles whose values vary are asked for with `memory_samples`."""
+    per_step = MEMORY[exporter](step, _namespaces(by_namespace))
+    return (Query(f"memory-{exporter}-count", f"count_over_time(({per_step})[{tile}:{step}])", SOURCES[exporter]),
+            Query(f"memory-{exporter}-min", f"min_over_time(({per_step})[{tile}:{step}])", SOURCES[exporter]),
+            Query(f"memory-{exporter}-max", f"max_over_time(({per_step})[{tile}:{step}])", SOURCES[exporter]))
 
 
 def memory_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str]) -> Query:
-    """Per memory series of `pods`, those labelled in only part of a chunk (created or deleted in it), its value
-    at every step: the report gives each step's sample to the workload whose kube_pod_labels has the pod in
-    that step (gpustack/report/join.py), where Prometheus would join the two at every step."""
+    """Per memory series of `pods`, those labelled in only part of a chunk (created or deleted in it) or with a
+    tile whose values vary (`memory_tiles`), its value at every step: the report gives each step's sample to the
+    workload whose kube_pod_labels has the pod in that step (gpustack/report/join.py), where Prometheus would
+    join the two at every step."""
     return Query(f"memory-{exporter}-steps", MEMORY[exporter](step, _namespaces(by_namespace) + _only("pod", pods)),
                  SOURCES[exporter])
