@@ -1,7 +1,7 @@
 """Running the queries chunk by chunk and folding each answer into per-step values as it arrives.
 
 Only what a measurement needs is kept: runs of steps for pods and nodes, the idle steps per utilisation
-series, value counts for memory (built by gpustack/report/observe.py from `tile_values` and `chunk_samples`)
+series, value counts for memory (built by gpustack/report/observe.py from `tile_values` and `chunk_series`)
 and sets for presence, so memory stays bounded by the pods' and nodes'
 runs and the idle steps, not by the samples Prometheus reads.
 """
@@ -9,7 +9,11 @@ runs and the idle steps, not by the samples Prometheus reads.
 from __future__ import annotations
 
 import array
+import itertools
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from operator import itemgetter
+from typing import Any, cast
 
 from gpustack.report import join, queries
 from gpustack.report.client import ReportError, Source
@@ -33,6 +37,27 @@ def _index(moment: float, window: Window, first: int, last: int, query: Query) -
     return index
 
 
+def _indexes(moments: Sequence[float], window: Window, first: int, last: int, query: Query) -> list[int]:
+    """`_index` of each moment, as one pass over the list and one check of them all."""
+    start, step = window.start, window.step
+    if set(map(type, moments)) == {int}:  # whole seconds, as Prometheus sends step ends: exact, in C
+        seconds = cast("list[int]", moments)
+        aligned = set(map(step.__rmod__, seconds)) <= {start % step}
+        indexes = list(map((-1).__add__, map(step.__rfloordiv__, map((-start).__add__, seconds))))
+    else:
+        indexes = [round((moment - start) / step) - 1 for moment in moments]
+        aligned = not any(abs(moment - start - (index + 1) * step) > 1e-3
+                          for moment, index in zip(moments, indexes, strict=True))
+    if indexes and (min(indexes) < first or max(indexes) >= last or not aligned):
+        for moment in moments:
+            _index(moment, window, first, last, query)  # raises, naming the first moment that is not a step's end
+    return indexes
+
+
+def _moments(series: dict[str, Any]) -> list[float]:
+    return list(map(itemgetter(0), series["values"]))
+
+
 def series_identity(labels: dict[str, str]) -> Identity:
     return tuple(sorted((str(k), str(v)) for k, v in labels.items()))
 
@@ -46,7 +71,7 @@ def _chunk_steps(source: Source, asked: Query, window: Window, first: int, last:
     """(labels, ascending step indexes with a value) of every series of one chunk of the window."""
     start, end = window.step_end(first), window.step_end(last - 1)
     for series in source.range_query(asked.name, asked.promql, start, end, window.step):
-        yield series["metric"], sorted(_index(moment, window, first, last, asked) for moment, _ in series["values"])
+        yield series["metric"], sorted(_indexes(_moments(series), window, first, last, asked))
 
 
 def spans(source: Source, ask: Callable[[Sequence[str]], Query], named_by: str, window: Window,
@@ -175,8 +200,9 @@ def tile_values(source: Source, query: Query, window: Window, first: int, last: 
     out: dict[Identity, dict[int, float]] = {}
     for series in source.range_query(query.name, query.promql, start, end, tile * window.step):
         values = out.setdefault(series_identity(series["metric"]), {})
-        for moment, text in series["values"]:
-            index = _index(moment, window, first, last, query)
+        moments = _moments(series)
+        for moment, index, (_, text) in zip(moments, _indexes(moments, window, first, last, query), series["values"],
+                                            strict=True):
             if (index - first + 1) % tile:
                 raise ReportError(f"query {query.name}: a sample at {moment} is not at the end of one of the asked "
                                   "tiles")
@@ -184,13 +210,25 @@ def tile_values(source: Source, query: Query, window: Window, first: int, last: 
     return out
 
 
-def chunk_samples(source: Source, query: Query, window: Window, first: int, last: int
-                  ) -> Iterator[tuple[dict[str, str], int, float]]:
-    """(labels, step, value) of every point of one chunk's answer, series after series."""
+def chunk_series(source: Source, query: Query, window: Window, first: int, last: int
+                 ) -> Iterator[tuple[dict[str, str], list[int], list[str]]]:
+    """(labels, steps, their values as sent) of every series of one chunk's answer, its steps ascending."""
     start, end = window.step_end(first), window.step_end(last - 1)
     for series in source.range_query(query.name, query.promql, start, end, window.step):
-        for moment, text in series["values"]:
-            yield series["metric"], _index(moment, window, first, last, query), _number(text, query)
+        indexes = _indexes(_moments(series), window, first, last, query)
+        texts = list(map(itemgetter(1), series["values"]))
+        if any(a >= b for a, b in itertools.pairwise(indexes)):  # Prometheus sends them in order; sorted if not
+            pairs = sorted(zip(indexes, texts, strict=True))
+            indexes, texts = [i for i, _ in pairs], [t for _, t in pairs]
+        yield series["metric"], indexes, texts
+
+
+def numbers(counted: Counter[str], query: Query) -> Counter[float]:
+    """Counts of values as sent, as counts of numbers (texts of one number added up)."""
+    out: Counter[float] = Counter()
+    for text, count in counted.items():
+        out[_number(text, query)] += count
+    return out
 
 
 def _number(text: str, query: Query) -> float:

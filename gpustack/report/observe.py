@@ -10,6 +10,7 @@ device busy with one sharer hides an idle one: the idle figure of time-sliced wo
 from __future__ import annotations
 
 import array
+import bisect
 import concurrent.futures
 import dataclasses
 import functools
@@ -220,13 +221,19 @@ def _memory(source: Source, window: Window, via: str, mine: dict[str, list[str]]
             query = queries.memory_samples(via, step, mine, asked)
         except ValueError as exc:  # a pod name from the answer that is no Kubernetes name: never put into a query
             raise ReportError(f"query memory-{via}: pod {exc}") from None
-        for labels, index, value in fetch.chunk_samples(source, query, window, first, last):
+        for labels, indexes, texts in fetch.chunk_series(source, query, window, first, last):
             name = (labels.get("namespace", ""), labels.get("pod", ""))
-            if name in partly:
-                for owner in pods.workloads_at(name, index):
-                    out.setdefault((name[0], owner), Counter())[value] += 1
-            elif (held := varying.get(fetch.series_identity(labels))) is not None and (index - first) // tile in held[1]:
-                out.setdefault(held[0], Counter())[value] += 1
+            spans: list[tuple[join.Key, join.Run]]
+            if name in partly:  # each step's sample to each workload the pod is labelled with in that step
+                spans = [((name[0], owner), run) for owner, runs in pods.workload_runs(name).items() for run in runs]
+            elif (held := varying.get(fetch.series_identity(labels))) is not None:  # the tiles that vary
+                spans = [(held[0], (first + k * tile, first + (k + 1) * tile)) for k in sorted(held[1])]
+            else:
+                continue
+            for key, (begin, end) in spans:
+                sent = Counter(texts[bisect.bisect_left(indexes, begin):bisect.bisect_left(indexes, end)])
+                if sent:
+                    out.setdefault(key, Counter()).update(fetch.numbers(sent, query))
     return out
 
 
