@@ -214,7 +214,7 @@ def test_record_then_input_gives_the_same_report(capsys: pytest.CaptureFixture[s
                                                  tmp_path: Path) -> None:
     recorded = tmp_path / "recorded"
     live = _json(capsys, spec, "--prometheus", url, "--record", str(recorded))
-    assert sorted(p.name.split("-1795")[0] for p in recorded.iterdir())[:3] == ["idle-dcgm-10", "idle-dcgm-mig-10",
+    assert sorted({p.name.split("-1795")[0] for p in recorded.iterdir()})[:3] == ["idle-dcgm-10", "idle-dcgm-mig-10",
                                                                                    "memory-dcgm-count"]
     assert _json(capsys, spec, "--input", str(recorded)) == live
     code, _, err = _report(capsys, str(spec), "--target", "aws-prod", "--since", "2d", "--until", UNTIL,
@@ -379,11 +379,12 @@ def test_a_pod_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_qu
 
     answers = _answers()
     bad = {"namespace": "default", "pod": 'x"} or vector(1) or {x="'}
-    answers.answers["pod-labels"] += spans({**bad, "uid": "u-bad", WL: "chat"}, 0, STEPS // 2)
+    answers.answers["pod-labels"] += spans({**bad, "uid": "u-bad", WL: "chat"}, 0, STEPS // 3)
     answers.answers["memory-dcgm-steps"].append(series({**bad, "gpu": "0"}, dict.fromkeys(range(10), 100), START, STEP))
     loaded = load_spec(spec)
     plan = build_plan(loaded)
-    # Its labels series covers half the day, so its steps are asked for by name: refused there, first.
+    # Its labels series covers a third of the day, part of a chunk, so its steps are asked for by name: refused
+    # there, first.
     with pytest.raises(ReportError, match="query pod-labels-edges: pod not a DNS name"):
         build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
                      spec_planner(str(spec), (), spec.parent, plan))

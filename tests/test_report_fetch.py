@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 
+import pytest
 from report_answers import NamedAnswers, series
 
 from gpustack.report import fetch, join, observe, queries
@@ -12,6 +13,12 @@ from gpustack.report.queries import Query
 from gpustack.report.window import Window
 
 WINDOW = Window(0, 3_000 * 60, 60)  # 3,000 steps: chunks of a day (1,440), 1,440 and 120
+
+
+@pytest.fixture(autouse=True)
+def day_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests cut their window in chunks of a day, whatever the report's own chunk length."""
+    monkeypatch.setattr(fetch, "CHUNK_STEPS", 1_440)
 
 
 class Asked(NamedAnswers):

@@ -30,7 +30,7 @@ from gpustack.errors import UsageError
 from gpustack.files import FileRefused, read_limited, write_atomically
 from gpustack.http import no_redirects
 
-MAX_ANSWER_BYTES = 512 * 1024 * 1024  # one request: a day of steps of a few thousand series, with room
+MAX_ANSWER_BYTES = 512 * 1024 * 1024  # one request: half a day of steps of a few thousand series, with room
 TIMEOUT_SECONDS = 120.0
 MAX_TOKEN_BYTES = 64 * 1024
 # http(s)://host[:port][/path]: no query, fragment or credentials (a token goes in --bearer-token-file).

@@ -22,10 +22,13 @@ from gpustack.report.queries import Query
 from gpustack.report.window import Window
 
 
-# Steps per request: a day at 1-minute steps. Prometheus would take 11,000 (MAX_POINTS_PER_QUERY), but each
+# Steps per request: half a day at 1-minute steps. Prometheus would take 11,000 (MAX_POINTS_PER_QUERY), but each
 # request must finish within the client's timeout on a busy server, per-series answers (a point per idle GPU
-# and step) stay a few hundred thousand points, and a subquery holds one chunk on the server at a time.
-CHUNK_STEPS = 1440
+# and step) stay a few hundred thousand points, and a subquery holds one chunk on the server at a time. A pod
+# created or deleted in a chunk is asked for its first or last step over the whole chunk (a `timestamp()` at
+# every step, gpustack/report/queries.py `step_bounds`): on the benchmark of docs/report.md half a day gives a
+# quarter less evaluation than a day, a quarter of a day little more.
+CHUNK_STEPS = 720
 
 
 def _index(moment: float, window: Window, first: int, last: int, query: Query) -> int:
