@@ -389,3 +389,17 @@ def test_a_pod_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_qu
         build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
                      spec_planner(str(spec), (), spec.parent, plan))
     assert not any("vector(1)" in query for query in answers.promql)
+
+
+def test_plans_priced_side_by_side_are_the_planners_costs_in_order(spec: Path) -> None:
+    """Enough candidate specs are planned in forked processes (Linux, more than one CPU): the same costs, in the
+    order asked, as planning them one after another, an invalid spec still None."""
+    from gpustack.report import recommend
+
+    loaded = load_spec(spec)
+    planner = spec_planner(str(spec), (), spec.parent, build_plan(loaded))
+    texts = [SPEC.replace("{min: 6, max: 8}", f"{{min: 6, max: {k}}}") for k in range(6, 14)] + ["version: [1"]
+    assert len(texts) >= recommend.PARALLEL_PLANS
+    one_by_one = [recommend._planned(planner, text, "aws-prod") for text in texts]
+    assert recommend.plan_costs(planner, texts, "aws-prod") == one_by_one
+    assert one_by_one[-1] is None and len(set(one_by_one[:-1])) > 1
