@@ -209,7 +209,10 @@ def memory_tiles(exporter: str, step: str, tile: str, by_namespace: Mapping[str,
     least and the most of those values: a tile whose least value is its most holds that value in each of its
     steps, so its samples are counted exactly without being sent one by one. Three functions over a subquery:
     Prometheus evaluates them series by series, where `count_values` per step would build a series per value and
-    step. The tiles whose values vary are asked for with `memory_samples`."""
+    step. The tiles whose values vary are asked for with `memory_samples`. (`min_over_time` and
+    `max_over_time` pass over NaN samples, prometheus/prometheus promql/functions.go `funcMinOverTime`, so a
+    tile's NaN would count at its value; neither exporter sends NaN for memory in use, a number of MiB or
+    bytes.)"""
     per_step = MEMORY[exporter](step, _namespaces(by_namespace))
     return (Query(f"memory-{exporter}-count", f"count_over_time(({per_step})[{tile}:{step}])", SOURCES[exporter]),
             Query(f"memory-{exporter}-min", f"min_over_time(({per_step})[{tile}:{step}])", SOURCES[exporter]),
