@@ -228,9 +228,17 @@ def chunk_series(source: Source, query: Query, window: Window, first: int, last:
 
 def numbers(counted: Counter[str], query: Query) -> Counter[float]:
     """Counts of values as sent, as counts of numbers (texts of one number added up)."""
-    out: Counter[float] = Counter()
-    for text, count in counted.items():
-        out[_number(text, query)] += count
+    try:
+        values = list(map(float, counted))
+    except ValueError:
+        for text in counted:
+            _number(text, query)  # raises, naming the first that is not a number
+        raise
+    out: Counter[float] = Counter(dict(zip(values, counted.values(), strict=True)))
+    if len(out) < len(counted):  # two texts of one number ("1", "1.0"): added up
+        out = Counter()
+        for value, count in zip(values, counted.values(), strict=True):
+            out[value] += count
     return out
 
 

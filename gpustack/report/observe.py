@@ -193,9 +193,11 @@ def _memory(source: Source, window: Window, via: str, mine: dict[str, list[str]]
     workload the pod is labelled with in its step, so every sample goes where its step's labels say."""
     step = f"{window.step}s"
     out: dict[join.Key, Counter[float]] = {}
+    sent: dict[join.Key, Counter[str]] = {}  # the samples asked for one by one, as sent: made numbers at the end
+    query: queries.Query | None = None
     for first, last in window.chunks(fetch.CHUNK_STEPS):
         tile = math.gcd(last - first, MEMORY_TILE_STEPS)  # equal tiles that cover the chunk
-        counted, lows, highs = (fetch.tile_values(source, query, window, first, last, tile) for query in
+        counted, lows, highs = (fetch.tile_values(source, fold, window, first, last, tile) for fold in
                                 queries.memory_tiles(via, step, f"{tile * window.step - window.step // 2}s", mine))
         pods = named()
         partly: set[join.Key] = set()
@@ -231,9 +233,12 @@ def _memory(source: Source, window: Window, via: str, mine: dict[str, list[str]]
             else:
                 continue
             for key, (begin, end) in spans:
-                sent = Counter(texts[bisect.bisect_left(indexes, begin):bisect.bisect_left(indexes, end)])
-                if sent:
-                    out.setdefault(key, Counter()).update(fetch.numbers(sent, query))
+                chosen = texts[bisect.bisect_left(indexes, begin):bisect.bisect_left(indexes, end)]
+                if chosen:
+                    sent.setdefault(key, Counter()).update(chosen)
+    for key, texts_sent in sent.items():
+        assert query is not None  # samples were sent, so asked for
+        out.setdefault(key, Counter()).update(fetch.numbers(texts_sent, query))
     return out
 
 
