@@ -164,8 +164,9 @@ def _lines(prefix: str, first: int, end: int, value: str, start_s: int) -> Itera
 class DayWriter:
     """One day's OpenMetrics text: every family once, its series' samples within [day_first, day_end)."""
 
-    def __init__(self, nodes: list[Node], pods: list[Pod], start_s: int) -> None:
+    def __init__(self, nodes: list[Node], pods: list[Pod], start_s: int, memory_minutes: int = 60) -> None:
         self.nodes, self.pods, self.start_s = nodes, pods, start_s
+        self.memory_minutes = memory_minutes  # how long a GPU's memory in use holds one value
         self._prefixes: dict[tuple[str, str], str] = {}
 
     def write(self, path: Path, day: int) -> int:
@@ -224,7 +225,8 @@ class DayWriter:
                     a, b = max(p.running, lo), min(p.end, hi)
                     if a >= b:
                         continue
-                    out.write("".join(f"{prefix} {_value(metric, p, i)} {self.start_s + i * STEP_S + 30}\n"
+                    out.write("".join(f"{prefix} {_value(metric, p, i, self.memory_minutes)} "
+                                      f"{self.start_s + i * STEP_S + 30}\n"
                                       for i in range(a, b)))
                     samples += b - a
             out.write("# EOF\n")
@@ -235,9 +237,9 @@ def _labels(**labels: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(labels.items()))
 
 
-def _value(metric: str, pod: Pod, i: int) -> str:
+def _value(metric: str, pod: Pod, i: int, memory_minutes: int = 60) -> str:
     if metric == "DCGM_FI_DEV_FB_USED":
-        return str(6000 + (pod.seed * 131 + i // 60) % 4000)
+        return str(6000 + (pod.seed * 131 + i // memory_minutes) % 4000)
     busy = 20 + (i * 37 + pod.seed * 11) % 61
     if pod.night_idle and (i % DAY_STEPS) < 6 * 60:
         busy = 3
@@ -299,7 +301,7 @@ def load(args: argparse.Namespace, workdir: Path, data_dir: Path, spec_path: Pat
     steps = args.days * DAY_STEPS
     start_s = int((UNTIL - timedelta(days=args.days)).timestamp())
     nodes, pods = platform(spec, pools, steps, args.pods // args.workloads)
-    writer = DayWriter(nodes, pods, start_s)
+    writer = DayWriter(nodes, pods, start_s, args.memory_minutes)
 
     generation = backfill_wait = 0.0
     samples = text_bytes = 0
@@ -399,6 +401,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--workloads", type=int, default=200)
     parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--memory-minutes", type=int, default=60,
+                        help="minutes each GPU's memory in use holds one value (default 60, on the hour; 1: a new value "
+                             "every sample, the report's costliest memory case)")
     parser.add_argument("--keep", type=Path, help="keep the spec, TSDB and report in this directory")
     parser.add_argument("--reuse", action="store_true", help="with --keep: serve the TSDB already there")
     parser.add_argument("--runs", type=int, default=1, help="report runs against the same server")

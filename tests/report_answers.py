@@ -39,9 +39,12 @@ class NamedAnswers(Source):
         base, _, part = name.rpartition("-")
         if part in PER_CHUNK and name not in self.answers:
             return per_chunk(self.answers.get(base, []), PER_CHUNK[part], query, end)
+        if part in PER_TILE and name not in self.answers:
+            return per_tile(self.answers.get(f"{base}-steps", []), PER_TILE[part], query, start, end, step)
+        edges = part == "edges" and name not in self.answers  # `queries.step_edges`: the base at start and end
         out = []
-        for item in self.answers.get(name, []):
-            values = [v for v in item["values"] if start <= v[0] <= end]
+        for item in self.answers.get(base if edges else name, []):
+            values = [v for v in item["values"] if start <= v[0] <= end and (not edges or (v[0] - start) % step == 0)]
             if values:
                 out.append({"metric": item["metric"], "values": values})
         return out
@@ -62,6 +65,28 @@ def per_chunk(per_step: list[Series], fold: Any, query: str, at: int) -> Matrix:
         times = [t for t, _ in item["values"] if first <= t <= at]
         if times:
             out.append({"metric": item["metric"], "values": [[at, str(fold(times))]]})
+    return out
+
+
+# What `queries.memory_tiles` answer, from the per-step series of `<base>-steps`.
+PER_TILE = {"count": len, "min": min, "max": max}
+
+
+def per_tile(per_step: list[Series], fold: Any, query: str, start: int, end: int, step: int) -> Matrix:
+    """A per-tile answer at start, start + step, ... end: per series, `fold` of its values in the subquery's range
+    (read from the query) ending there."""
+    match = re.search(r"\[([0-9]+)s:[0-9]+s\]\)$", query)
+    assert match, query
+    width = int(match.group(1))
+    out = []
+    for item in per_step:
+        points = []
+        for at in range(start, end + 1, step):
+            values = [float(v) for t, v in item["values"] if at - width <= t <= at]
+            if values:
+                points.append([at, f"{fold(values):g}"])
+        if points:
+            out.append({"metric": item["metric"], "values": points})
     return out
 
 

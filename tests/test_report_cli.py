@@ -87,16 +87,17 @@ def _answers() -> NamedAnswers:
     plan = build_plan(load_text(SPEC, "spec.yaml")).target("aws-prod")
     idle = [series({"namespace": "default", "pod": f"lab-{k}", "gpu": "0"}, dict.fromkeys(every, 3), START, STEP)
             for k in range(4)]
-    # memory: samples per pod and value over the window, one point at its end
-    memory = [series({"namespace": "default", "pod": "embed-0", "mib": "1000"}, {STEPS - 1: STEPS}, START, STEP),
-              series({"namespace": "default", "pod": "chat-0", "mib": "9000"}, {STEPS - 1: 2 * STEPS}, START, STEP)]
+    # memory: embed-0's GPU at 1,000 MiB all day, chat-0's two at 9,000 MiB
+    memory = [series({"namespace": "default", "pod": "embed-0", "gpu": "0"}, dict.fromkeys(every, 1000), START, STEP),
+              *(series({"namespace": "default", "pod": "chat-0", "gpu": gpu}, dict.fromkeys(every, 9000), START, STEP)
+                for gpu in "01")]
     nodes = [answer for p in plan.pools for k in range(max(p.min_nodes, 1))
              for answer in spans({"node": f"{p.name}-{k}", POOL: p.name})]
     return NamedAnswers({
         **merged(pods("chat", 2), pods("embed", 1), pods("lab", 4)),
         "utilisation-dcgm": per_workload({"chat": 2, "embed": 1, "lab": 4}),
         "idle-dcgm-10": idle,
-        "memory-dcgm": memory,
+        "memory-dcgm-steps": memory,
         "pool-nodes": nodes,
     })
 
@@ -213,7 +214,8 @@ def test_record_then_input_gives_the_same_report(capsys: pytest.CaptureFixture[s
                                                  tmp_path: Path) -> None:
     recorded = tmp_path / "recorded"
     live = _json(capsys, spec, "--prometheus", url, "--record", str(recorded))
-    assert sorted(p.name.split("-1795")[0] for p in recorded.iterdir())[:2] == ["idle-dcgm-10", "memory-dcgm"]
+    assert sorted({p.name.split("-1795")[0] for p in recorded.iterdir()})[:3] == ["idle-dcgm-10", "idle-dcgm-mig-10",
+                                                                                   "memory-dcgm-count"]
     assert _json(capsys, spec, "--input", str(recorded)) == live
     code, _, err = _report(capsys, str(spec), "--target", "aws-prod", "--since", "2d", "--until", UNTIL,
                            "--input", str(recorded))
@@ -290,8 +292,8 @@ def test_docs_hold_the_queries_as_sent() -> None:
     mine = {"default": ["chat", "notebooks"]}
     for query in (queries.pod_labels("60s", mine), queries.pod_running("60s", mine), queries.pod_placed("60s", mine),
                   queries.pool_nodes("60s", ["infer-l4-reserved-g6-xlarge", "infer-l4-ondemand-g6-xlarge"]),
-                  queries.idle_samples("dcgm", "60s", mine, 10),
-                  queries.memory_values("dcgm", "60s", "86370s", mine),
+                  *queries.idle_samples("dcgm", "60s", mine, 10),
+                  *queries.memory_tiles("dcgm", "60s", "3570s", mine),
                   queries.memory_samples("dcgm", "60s", mine, ["chat-7d9f8b6c5d-x2k4q"]),
                   queries.steps_present(queries.pod_labels("60s", mine), "60s", "86370s")):
         assert f"# {query.name}\n{query.promql}\n" in docs, query.name
@@ -348,8 +350,8 @@ def test_fractional_pools_are_read_from_hamis_per_container_series(tmp_path: Pat
         **pods("embed", 2),
         "utilisation-hami": [series(mine, dict.fromkeys(every, 2), START, STEP)],
         "idle-hami-10": idle,
-        "memory-hami": [series({"namespace": "default", "pod": "embed-0", "mib": "2048"}, {STEPS - 1: 2 * STEPS}, START,
-                                      STEP)],
+        "memory-hami-steps": [series({"namespace": "default", "pod": "embed-0", "vdevice_index": str(k)},
+                                     dict.fromkeys(every, 2048), START, STEP) for k in range(2)],
     })
     [embed] = report["workloads"]  # type: ignore[misc]
     assert embed["gpus_per_replica"] == 0.5
@@ -377,12 +379,27 @@ def test_a_pod_name_from_the_answer_that_is_no_kubernetes_name_never_enters_a_qu
 
     answers = _answers()
     bad = {"namespace": "default", "pod": 'x"} or vector(1) or {x="'}
-    answers.answers["pod-labels"] += spans({**bad, "uid": "u-bad", WL: "chat"}, 0, STEPS // 2)
-    answers.answers["memory-dcgm"].append(series({**bad, "mib": "100"}, {STEPS - 1: 10}, START, STEP))
+    answers.answers["pod-labels"] += spans({**bad, "uid": "u-bad", WL: "chat"}, 0, STEPS // 3)
+    answers.answers["memory-dcgm-steps"].append(series({**bad, "gpu": "0"}, dict.fromkeys(range(10), 100), START, STEP))
     loaded = load_spec(spec)
     plan = build_plan(loaded)
-    # Its labels series covers half the day, so its steps are asked for by name: refused there, first.
-    with pytest.raises(ReportError, match="query pod-labels-first: pod not a DNS name"):
+    # Its labels series covers a third of the day, part of a chunk, so its steps are asked for by name: refused
+    # there, first.
+    with pytest.raises(ReportError, match="query pod-labels-edges: pod not a DNS name"):
         build_report(loaded, SPEC, plan, "aws-prod", answers, make_window("1d", UNTIL, "1m"), 0.95,
                      spec_planner(str(spec), (), spec.parent, plan))
     assert not any("vector(1)" in query for query in answers.promql)
+
+
+def test_plans_priced_side_by_side_are_the_planners_costs_in_order(spec: Path) -> None:
+    """Enough candidate specs are planned in forked processes (Linux, more than one CPU): the same costs, in the
+    order asked, as planning them one after another, an invalid spec still None."""
+    from gpustack.report import recommend
+
+    loaded = load_spec(spec)
+    planner = spec_planner(str(spec), (), spec.parent, build_plan(loaded))
+    texts = [SPEC.replace("{min: 6, max: 8}", f"{{min: 6, max: {k}}}") for k in range(6, 14)] + ["version: [1"]
+    assert len(texts) >= recommend.PARALLEL_PLANS
+    one_by_one = [recommend._planned(planner, text, "aws-prod") for text in texts]
+    assert recommend.plan_costs(planner, texts, "aws-prod") == one_by_one
+    assert one_by_one[-1] is None and len(set(one_by_one[:-1])) > 1

@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 import functools
+from collections import Counter
 
+import pytest
 from report_answers import NamedAnswers, series
 
-from gpustack.report import fetch, join, queries
+from gpustack.report import fetch, join, observe, queries
 from gpustack.report.queries import Query
 from gpustack.report.window import Window
 
 WINDOW = Window(0, 3_000 * 60, 60)  # 3,000 steps: chunks of a day (1,440), 1,440 and 120
 
 
+@pytest.fixture(autouse=True)
+def day_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests cut their window in chunks of a day, whatever the report's own chunk length."""
+    monkeypatch.setattr(fetch, "CHUNK_STEPS", 1_440)
+
+
 class Asked(NamedAnswers):
     def __init__(self, answers: dict[str, list[dict[str, object]]]):
         super().__init__(answers)
         self.asked: list[tuple[str, int, int]] = []
+        self.steps: list[int] = []
 
     def range_query(self, name: str, query: str, start: int, end: int, step: int) -> list[dict[str, object]]:
         self.asked.append((query, start, end))
+        self.steps.append(step)
         return super().range_query(name, query, start, end, step)
 
 
@@ -36,12 +46,17 @@ def test_spans_are_runs_across_chunks_and_a_missed_scrape_breaks_one() -> None:
     ask = functools.partial(queries.pod_running, "60s", {"default": ["chat"]})
     runs = fetch.spans(source, ask, "pod", WINDOW, ("pod",))
     assert runs == {("chat-a",): [(1_400, 1_550), (1_551, 1_600)]}
-    # Per chunk, the steps each series holds; in the two chunks where it came or went, its first and last step by
-    # name; every step only in the second, where a missed scrape leaves a gap.
-    per_step = [(s, e) for q, s, e in source.asked if s != e]
+    # Per chunk, the steps each series holds; in the two chunks where it came or went, whether it holds the chunk's
+    # first and last step, by name, then the first step where it came (the first chunk) and the last where it went
+    # (the second); every step only in the second, where a missed scrape leaves a gap.
+    per_step = [(s, e) for (q, s, e), step in zip(source.asked, source.steps, strict=True) if s != e and step == 60]
     assert per_step == [(86_460, 172_800)]
+    edges = [(s, e) for (q, s, e), step in zip(source.asked, source.steps, strict=True) if step == e - s > 60]
+    assert edges == [(60, 86_400), (86_460, 172_800)]
     assert sum(q.startswith("count_over_time") for q, _, _ in source.asked) == 3
-    assert sum('pod=~"chat-a"' in q for q, _, _ in source.asked) == 5  # first and last in two chunks, steps in one
+    assert [q.split("(")[0] for q, _, _ in source.asked if q.startswith(("min_over_time", "max_over_time"))] == [
+        "min_over_time", "max_over_time"]
+    assert sum('pod=~"chat-a"' in q for q, _, _ in source.asked) == 5  # edges in two chunks, a bound each, steps once
 
 
 def test_a_series_present_all_chunk_long_is_one_run_without_its_steps() -> None:
@@ -51,20 +66,36 @@ def test_a_series_present_all_chunk_long_is_one_run_without_its_steps() -> None:
                                    series(later, dict.fromkeys(range(2_900, 3_000), 1), 0, 60)]})
     runs = fetch.spans(source, functools.partial(queries.pod_labels, "60s", {"ns": ["a"]}), "pod", WINDOW, ("pod",))
     assert runs == {("p",): [(0, 3_000)], ("q",): [(2_900, 3_000)]}
-    assert all(s == e for _, s, e in source.asked)  # no series asked for at every step: one point per series
+    # No series asked for at every step: one point per series and chunk, two for the edges of the one that came.
+    assert all(s == e or step == e - s for (_, s, e), step in zip(source.asked, source.steps, strict=True))
     named = [q for q, _, _ in source.asked if "pod=~" in q]
-    assert len(named) == 2 and all('pod=~"q"' in q for q in named)  # its first and last step, in the last chunk
+    # In the last chunk, whether it holds the chunk's edges (the last only), then its first step.
+    assert len(named) == 2 and all('pod=~"q"' in q for q in named) and named[1].startswith("min_over_time")
 
 
-def test_value_counts_add_up_the_chunks_each_a_subquery_of_its_own_length() -> None:
-    points = {1_439: 5, 2_879: 7, 2_999: 1}  # what each chunk's subquery answers at its end
-    source = Asked({"m": [series({"w": "a", "mib": "512"}, points, 0, 60)]})
-    counts = fetch.value_counts(source, lambda span: Query("m", f"sum_over_time(x[{span}:60s])", ""), WINDOW,
-                                ("w",), "mib")
-    assert counts[("a",)] == {512.0: 13}
-    assert [(q, s, e) for q, s, e in source.asked] == [
-        ("sum_over_time(x[86370s:60s])", 86_400, 86_400), ("sum_over_time(x[86370s:60s])", 172_800, 172_800),
-        ("sum_over_time(x[7170s:60s])", 180_000, 180_000)]
+def test_memory_tiles_that_do_not_vary_are_counted_without_their_samples() -> None:
+    # "a" holds 512 MiB all window but for one step of the second chunk at 600; "b" runs from step 100 and varies
+    # each step: its first chunk is labelled only in part, its others are its own, their every tile varying.
+    a = {s: (600 if s == 2_000 else 512) for s in range(3_000)}
+    b = {s: 1_000 + s % 7 for s in range(100, 3_000)}
+    source = Asked({"memory-dcgm-steps": [series({"namespace": "ns", "pod": "a", "gpu": "0"}, a, 0, 60),
+                                          series({"namespace": "ns", "pod": "b", "gpu": "0"}, b, 0, 60)]})
+    pods = join.Pods({("ns", "a", "u1", "chat"): [(0, 3_000)], ("ns", "b", "u2", "chat"): [(100, 3_000)]}, {})
+    counts = observe._memory(source, WINDOW, "dcgm", {"ns": ["chat"]}, lambda: pods)
+    expected = Counter(a.values()) + Counter(b.values())
+    assert counts == {("ns", "chat"): expected}
+    # Per chunk, the tiles' count, least and most (a tile an hour: 24 points per series, 2 in the last chunk);
+    # the samples of a pod only where it was labelled in part (b, first chunk) or a tile of it varies.
+    per_step = [(q, s, e) for (q, s, e), step in zip(source.asked, source.steps, strict=True) if step == 60]
+    assert [(s, e) for _, s, e in per_step] == [(60, 86_400), (86_460, 172_800), (172_860, 180_000)]
+    assert ['pod=~"b"' in q for q, _, _ in per_step] == [True, False, True]  # the second: a and b
+    tiles = [(q.split("(")[0], s, e, step) for (q, s, e), step in zip(source.asked, source.steps, strict=True)
+             if step != 60]
+    assert tiles[:3] == [("count_over_time", 3_600, 86_400, 3_600), ("min_over_time", 3_600, 86_400, 3_600),
+                         ("max_over_time", 3_600, 86_400, 3_600)]
+    assert tiles[-1] == ("max_over_time", 176_400, 180_000, 3_600)
+    assert all(q.endswith("[3570s:60s])") for (q, _, _), step in zip(source.asked, source.steps, strict=True)
+               if step != 60)
 
 
 def test_idle_runs_continue_across_chunks() -> None:

@@ -22,6 +22,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from gpustack.errors import UsageError
 from gpustack.files import FileRefused, read_limited, write_atomically
 from gpustack.http import no_redirects
 
-MAX_ANSWER_BYTES = 512 * 1024 * 1024  # one request: a day of steps of a few thousand series, with room
+MAX_ANSWER_BYTES = 512 * 1024 * 1024  # one request: half a day of steps of a few thousand series, with room
 TIMEOUT_SECONDS = 120.0
 MAX_TOKEN_BYTES = 64 * 1024
 # http(s)://host[:port][/path]: no query, fragment or credentials (a token goes in --bearer-token-file).
@@ -103,11 +104,22 @@ def matrix_answer(raw: bytes, where: str) -> Matrix:
         if (not isinstance(series, dict) or not isinstance(series.get("metric"), dict)
                 or not isinstance(series.get("values"), list)):
             raise ReportError(f"{where}: a series of the answer has no 'metric' mapping and 'values' list")
-        for point in series["values"]:
-            if not (isinstance(point, list) and len(point) == 2 and isinstance(point[0], (int, float))
-                    and isinstance(point[1], str)):
-                raise ReportError(f"{where}: a sample of the answer is not [time, \"value\"]")
+        if not _points(series["values"]):
+            raise ReportError(f"{where}: a sample of the answer is not [time, \"value\"]")
     return result
+
+
+_TIMES = frozenset((int, float, bool))  # what isinstance(t, (int, float)) accepts of what JSON decodes
+
+
+def _points(values: list[Any]) -> bool:
+    """Whether every point decoded from JSON is [time, "value"]: each check one pass over the points, in C (the
+    types JSON decodes to have no subclasses but bool, so the types' sets say what isinstance would)."""
+    if not values:
+        return True
+    if set(map(type, values)) != {list} or set(map(len, values)) != {2}:
+        return False
+    return set(map(type, map(itemgetter(0), values))) <= _TIMES and set(map(type, map(itemgetter(1), values))) == {str}
 
 
 class Source:

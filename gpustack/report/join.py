@@ -101,9 +101,9 @@ class Pods:
         """Whether a pod of this name is labelled with a workload in some step first..last - 1."""
         return any(intersect(runs, [(first, last)]) for runs in self._workloads_by_name.get(name, {}).values())
 
-    def workloads_at(self, name: Key, step: int) -> list[str]:
-        """The workloads a pod of this (namespace, pod) name is labelled with in the step."""
-        return sorted(w for w, runs in self._workloads_by_name.get(name, {}).items() if contains(runs, step))
+    def workload_runs(self, name: Key) -> dict[str, Runs]:
+        """Per workload, the runs in which a pod of this (namespace, pod) name is labelled with it."""
+        return self._workloads_by_name.get(name, {})
 
     def workloads(self) -> set[Key]:
         """(namespace, workload) of every workload with a labelled pod."""

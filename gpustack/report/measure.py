@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import math
 import zoneinfo
 from collections.abc import Iterable, Mapping, Sequence
@@ -98,19 +99,25 @@ def min_idle_steps(for_seconds: int, step_seconds: int) -> int:
     return max(1, math.ceil(for_seconds / step_seconds - _EPSILON))
 
 
-def outside_steps(schedule: Schedule, timezone: str, window: Window) -> list[bool]:
+def outside_steps(schedule: Schedule, timezone: str, window: Window) -> Sequence[bool]:
     """Per step, whether its start lies outside the schedule's window (days and hours in its time zone)."""
-    intervals = window_intervals(schedule)
+    return _outside_steps(tuple(window_intervals(schedule)), timezone, window)
+
+
+@functools.lru_cache(maxsize=64)
+def _outside_steps(intervals: tuple[tuple[int, int], ...], timezone: str, window: Window) -> tuple[bool, ...]:
+    """`outside_steps` of the intervals (minutes of the week), once per schedule: workloads sharing one (a team's
+    notebooks) share the answer."""
     if not intervals:
-        return [False] * window.steps
+        return (False,) * window.steps
+    inside = [any(start <= m < end for start, end in intervals for m in (minute, minute + WEEK, minute - WEEK))
+              for minute in range(WEEK)]  # per minute of the week
     zone = zoneinfo.ZoneInfo(timezone)
     out = []
     for index in range(window.steps):
         moment = datetime.datetime.fromtimestamp(window.start + index * window.step, zone)
-        minute = moment.weekday() * 1440 + moment.hour * 60 + moment.minute
-        inside = any(start <= m < end for start, end in intervals for m in (minute, minute + WEEK, minute - WEEK))
-        out.append(not inside)
-    return out
+        out.append(not inside[moment.weekday() * 1440 + moment.hour * 60 + moment.minute])
+    return tuple(out)
 
 
 def outside_window_hours(replicas: Sequence[int], outside: Sequence[bool], share: float, step_hours: float) -> float:

@@ -10,6 +10,7 @@ device busy with one sharer hides an idle one: the idle figure of time-sliced wo
 from __future__ import annotations
 
 import array
+import bisect
 import concurrent.futures
 import dataclasses
 import functools
@@ -29,6 +30,9 @@ from gpustack.spec.model import HOURS_PER_MONTH, Spec, Workload
 DEFAULT_IDLE_BELOW = 10.0  # percent, as the per-pool idle alert
 DEFAULT_IDLE_FOR = 15 * 60
 MIB_PER_GIB = 1024
+# Steps per memory tile (an hour at 1-minute steps): a tile whose values do not vary is three numbers, one
+# whose values do costs its pod's samples of the chunk.
+MEMORY_TILE_STEPS = 60
 QUERY_CONCURRENCY = 4  # requests in flight at once: bounded, and below Prometheus's default of 20 (--query.max-concurrency)
 KSM_PODS = "kube-state-metrics --metric-labels-allowlist=pods=[gpustack.dev/workload]"
 KSM_NODES = "kube-state-metrics --metric-labels-allowlist=nodes=[gpustack.dev/pool]"
@@ -125,16 +129,24 @@ def _ask(plan: TargetPlan, source: Source, window: Window, workloads: list[Workl
                               window, ("node", queries.POOL)) if pool_names else None
         placed_f = pool.submit(fetch.spans, source, functools.partial(queries.pod_placed, step, by_namespace), "pod",
                                window, (*pod, "node")) if any(p.reserved_nodes > 0 for p in plan.pools) else None
-        named = functools.cache(lambda: join.Pods(labels_f.result(), {}))  # for memory, in its worker threads
+        own = functools.cache(lambda: _own(labels_f.result(), by_namespace))
+        named = functools.cache(lambda: join.Pods(own(), {}))  # for memory, in its worker threads
         present_f, memory_f, idle_f = _ask_gpus(pool, plan, source, window, workloads, named)
         try:
-            return _Answers(join.Pods(labels_f.result(), running_f.result()),
+            return _Answers(join.Pods(own(), running_f.result()),
                             nodes_f.result() if nodes_f else {}, placed_f.result() if placed_f else {},
                             {k: f.result() for k, f in present_f.items()}, {k: f.result() for k, f in memory_f.items()},
                             {k: f.result() for k, f in idle_f.items()})
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)  # the first failure is the answer: ask nothing more
             raise
+
+
+def _own(labelled: dict[join.Key, join.Runs], by_namespace: dict[str, list[str]]) -> dict[join.Key, join.Runs]:
+    """The `pod-labels` runs (namespace, pod, uid, workload) of pods labelled with a workload of their own
+    namespace: the query asks for every workload name in every namespace of the target, in one selector."""
+    mine = {(ns, name) for ns, names in by_namespace.items() for name in names}
+    return {key: runs for key, runs in labelled.items() if (key[0], key[3]) in mine}
 
 
 _GpuAnswers: TypeAlias = ("tuple[dict[str, Future[set[join.Key]]], dict[str, Future[dict[join.Key, Counter[float]]]], "
@@ -155,42 +167,78 @@ def _ask_gpus(pool: concurrent.futures.Executor, plan: TargetPlan, source: Sourc
         present_f[name] = pool.submit(fetch.present, source,
                                       functools.partial(queries.utilisation_present, name, by_namespace=mine),
                                       window, ("namespace", queries.WORKLOAD))
-        memory_f[name] = pool.submit(fetch.value_counts, source,
-                                     functools.partial(queries.memory_values, name, step, by_namespace=mine),
-                                     window, ("namespace", "pod"), "mib",
-                                     functools.partial(_memory_owners, source, window, name, mine, named))
+        memory_f[name] = pool.submit(_memory, source, window, name, mine, named)
         for below in sorted({_below(by_name[w]) for names in mine.values() for w in names}):
             group = _grouped(mine, {w for w in by_name if _below(by_name[w]) == below})
-            idle_f[(name, below)] = pool.submit(fetch.steps_of, source,
-                                                queries.idle_samples(name, step, group, below), window)
+            idle_f[(name, below)] = pool.submit(_idle_steps, source, window,
+                                                queries.idle_samples(name, step, group, below))
     return present_f, memory_f, idle_f
 
 
-def _memory_owners(source: Source, window: Window, via: str, mine: dict[str, list[str]],
-                   named: Callable[[], join.Pods], first: int, last: int,
-                   counts: dict[join.Key, Counter[float]]) -> dict[join.Key, Counter[float]]:
-    """One chunk's memory counts per (namespace, pod), as counts per (namespace, workload): a pod labelled with
-    one workload in every step of the chunk is that workload's; the pods labelled in only part of it are
-    asked again for their samples at every step, each given to the workload the pod is labelled with in its
-    step, so every sample goes where its step's labels say."""
-    pods = named()
+def _idle_steps(source: Source, window: Window, parts: tuple[queries.Query, ...]) -> dict[join.Identity, array.array[int]]:
+    """The idle steps of every part of an exporter's utilisation (`queries.IDLE_PARTS`): their series are disjoint."""
+    out: dict[join.Identity, array.array[int]] = {}
+    for part in parts:
+        for identity, steps in fetch.steps_of(source, part, window).items():
+            out.setdefault(identity, array.array("l")).extend(steps)
+    return out
+
+
+def _memory(source: Source, window: Window, via: str, mine: dict[str, list[str]], named: Callable[[], join.Pods]
+            ) -> dict[join.Key, Counter[float]]:
+    """Per (namespace, workload), how many memory samples held each value, chunk by chunk. A pod labelled with one
+    workload in every step of a chunk is that workload's: per tile of steps (`queries.memory_tiles`), a tile
+    whose values do not vary counts its steps at that value; the steps of the others, and of the pods labelled in
+    only part of the chunk, are asked for one by one (`queries.memory_samples`), each of the latter given to the
+    workload the pod is labelled with in its step, so every sample goes where its step's labels say."""
+    step = f"{window.step}s"
     out: dict[join.Key, Counter[float]] = {}
-    partly: set[str] = set()
-    for (namespace, pod), counted in counts.items():
-        owner = pods.sole_workload((namespace, pod), first, last)
-        if owner is not None:
-            out.setdefault((namespace, owner), Counter()).update(counted)
-        elif pods.named_in((namespace, pod), first, last):
-            partly.add(pod)
-    if partly:
+    sent: dict[join.Key, Counter[str]] = {}  # the samples asked for one by one, as sent: made numbers at the end
+    query: queries.Query | None = None
+    for first, last in window.chunks(fetch.CHUNK_STEPS):
+        tile = math.gcd(last - first, MEMORY_TILE_STEPS)  # equal tiles that cover the chunk
+        counted, lows, highs = (fetch.tile_values(source, fold, window, first, last, tile) for fold in
+                                queries.memory_tiles(via, step, f"{tile * window.step - window.step // 2}s", mine))
+        pods = named()
+        partly: set[join.Key] = set()
+        varying: dict[join.Identity, tuple[join.Key, set[int]]] = {}  # series -> (its workload, tiles)
+        for identity, counts in counted.items():
+            labels = dict(identity)
+            name = (labels.get("namespace", ""), labels.get("pod", ""))
+            owner = pods.sole_workload(name, first, last)
+            if owner is None:
+                if pods.named_in(name, first, last):
+                    partly.add(name)
+                continue
+            low, high = lows.get(identity, {}), highs.get(identity, {})
+            for k, n in counts.items():
+                if k in low and low[k] == high.get(k):
+                    out.setdefault((name[0], owner), Counter())[low[k]] += int(n)
+                else:
+                    varying.setdefault(identity, ((name[0], owner), set()))[1].add(k)
+        asked = sorted({pod for _, pod in partly} | {dict(i).get("pod", "") for i in varying})
+        if not asked:
+            continue
         try:
-            query = queries.memory_samples(via, f"{window.step}s", mine, sorted(partly))
+            query = queries.memory_samples(via, step, mine, asked)
         except ValueError as exc:  # a pod name from the answer that is no Kubernetes name: never put into a query
             raise ReportError(f"query memory-{via}: pod {exc}") from None
-        for labels, step, value in fetch.chunk_samples(source, query, window, first, last):
+        for labels, indexes, texts in fetch.chunk_series(source, query, window, first, last):
             name = (labels.get("namespace", ""), labels.get("pod", ""))
-            for owner in pods.workloads_at(name, step):
-                out.setdefault((name[0], owner), Counter())[value] += 1
+            spans: list[tuple[join.Key, join.Run]]
+            if name in partly:  # each step's sample to each workload the pod is labelled with in that step
+                spans = [((name[0], owner), run) for owner, runs in pods.workload_runs(name).items() for run in runs]
+            elif (held := varying.get(fetch.series_identity(labels))) is not None:  # the tiles that vary
+                spans = [(held[0], (first + k * tile, first + (k + 1) * tile)) for k in sorted(held[1])]
+            else:
+                continue
+            for key, (begin, end) in spans:
+                chosen = texts[bisect.bisect_left(indexes, begin):bisect.bisect_left(indexes, end)]
+                if chosen:
+                    sent.setdefault(key, Counter()).update(chosen)
+    for key, texts_sent in sent.items():
+        assert query is not None  # samples were sent, so asked for
+        out.setdefault(key, Counter()).update(fetch.numbers(texts_sent, query))
     return out
 
 
@@ -209,7 +257,8 @@ def _workload(w: Workload, plan: TargetPlan, window: Window, floor_quantile: flo
                                 f"{w.name} in namespace {w.namespace} in the window: no figure for this workload. "
                                 f"Run {KSM_PODS}, and label its pods gpustack.dev/workload={w.name}", workload=w.name))
         return empty
-    counts = [0 if v != v else round(v) for v in (running or array.array("d", [math.nan]) * window.steps)]
+    # Counts of runs are whole numbers (gpustack/report/join.py `counts`); no runs at all is no pod in any step.
+    counts = list(map(int, running)) if running is not None else [0] * window.steps
     stats = measure.replica_stats(counts, floor_quantile)
     gpu_hours = measure.gpu_hours(counts, gpus_per_replica, window.step_hours)
     outside = None

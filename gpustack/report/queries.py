@@ -105,7 +105,12 @@ KSM_NODE_LABELS = "kube-state-metrics kube_node_labels"
 # (`pods` / `nodes`). The report folds the answers into runs of steps and joins the runs itself
 # (gpustack/report/join.py): which pods of which workload ran, on which nodes of which pool.
 def pod_labels(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
-    return Query("pod-labels", labelled(step, by_namespace, pods), KSM_LABELS)
+    """One selector for every namespace (`labelled` would join one per namespace with `or`, an operation at every
+    step): the pods labelled with any workload name of the target in any of its namespaces. A series whose
+    namespace is not its workload's is the report's to drop (gpustack/report/observe.py `_own`)."""
+    names = sorted({name for listed in by_namespace.values() for name in listed})
+    return Query("pod-labels", f'max_over_time(kube_pod_labels{{{_namespaces(by_namespace)}, '
+                 f'{WORKLOAD}=~"{_alternatives(names)}"{_only("pod", pods)}}}[{step}])', KSM_LABELS)
 
 
 def pod_running(step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str] = ()) -> Query:
@@ -127,6 +132,13 @@ def steps_present(query: Query, step: str, window: str) -> Query:
     return Query(f"{query.name}-steps", f"count_over_time(({query.promql})[{window}:{step}])", query.source)
 
 
+def step_edges(query: Query) -> Query:
+    """A per-step query asked at a chunk's first and last step only (a range query whose step is the chunk's
+    length): which series hold a value at the chunk's edges, so a series that came (or went) in it is asked for
+    only its first (or last) step."""
+    return Query(f"{query.name}-edges", query.promql, query.source)
+
+
 def step_bounds(query: Query, step: str, window: str) -> tuple[Query, Query]:
     """The first and the last step end in `window` (as `steps_present`) at which each series of a per-step query
     has a value: with its count of steps, whether it holds one run and which."""
@@ -135,10 +147,19 @@ def step_bounds(query: Query, step: str, window: str) -> tuple[Query, Query]:
             Query(f"{query.name}-last", f"max_over_time({over})", query.source))
 
 
+def dcgm_whole_utilisation(step: str, namespaces: str) -> str:
+    """Percent per whole or time-sliced GPU (GPU_UTIL)."""
+    return f'max_over_time(DCGM_FI_DEV_GPU_UTIL{{GPU_I_ID="", {namespaces}}}[{step}])'
+
+
+def dcgm_mig_utilisation(step: str, namespaces: str) -> str:
+    """Percent per MIG instance: engine activity x 100."""
+    return f'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_ID!="", {namespaces}}}[{step}]) * 100'
+
+
 def dcgm_utilisation(step: str, namespaces: str) -> str:
     """Percent per GPU or MIG instance: GPU_UTIL for whole and time-sliced GPUs, engine activity x 100 for MIG."""
-    return (f'(max_over_time(DCGM_FI_DEV_GPU_UTIL{{GPU_I_ID="", {namespaces}}}[{step}]) or '
-            f'max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_ID!="", {namespaces}}}[{step}]) * 100)')
+    return f"({dcgm_whole_utilisation(step, namespaces)} or {dcgm_mig_utilisation(step, namespaces)})"
 
 
 def hami_utilisation(step: str, namespaces: str) -> str:
@@ -165,26 +186,43 @@ def utilisation_present(exporter: str, step: str, by_namespace: Mapping[str, Ite
                  f"group_left ({WORKLOAD}) {mine})", SOURCES[exporter])
 
 
-def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], below: float) -> Query:
-    """Per utilisation series of the namespaces, a point in each step where it is below `below`. Whether its pod
-    ran in that step, and for which workload, the report joins from `pod-running` and `pod-labels`."""
-    return Query(f"idle-{exporter}-{below:g}", f"({UTILISATION[exporter](step, _namespaces(by_namespace))} < {below:g})",
-                 SOURCES[exporter])
+# The parts of each exporter's utilisation, asked for idle steps one by one: `or` would match the two sides'
+# series at every step, though they never share a label set (GPU_I_ID is empty on one side, set on the other),
+# so the union of the parts' answers is what the `or` would answer.
+IDLE_PARTS = {"dcgm": (("", dcgm_whole_utilisation), ("mig-", dcgm_mig_utilisation)), "hami": (("", hami_utilisation),)}
 
 
-def memory_values(exporter: str, step: str, window: str, by_namespace: Mapping[str, Iterable[str]]) -> Query:
-    """How many of each pod's memory samples in `window` (a subquery range, gpustack/report/fetch.py
-    `value_counts`) held each value: `count_values` per step (the value as a label), summed over the steps,
-    so the answer is one point per pod and value, and the percentile over every sample is exact without one
-    series per GPU. A pod labelled with one workload in every step of the chunk is that workload's (the report
-    joins it, gpustack/report/join.py); the others are asked for with `memory_samples`."""
-    per_step = f'count_values by (namespace, pod) ("mib", {MEMORY[exporter](step, _namespaces(by_namespace))})'
-    return Query(f"memory-{exporter}", f"sum_over_time(({per_step})[{window}:{step}])", SOURCES[exporter])
+def idle_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], below: float
+                 ) -> tuple[Query, ...]:
+    """Per utilisation series of the namespaces, a point in each step where it is below `below`, one query per
+    part of the exporter's utilisation (`IDLE_PARTS`). Whether its pod ran in that step, and for which workload,
+    the report joins from `pod-running` and `pod-labels`."""
+    namespaces = _namespaces(by_namespace)
+    return tuple(Query(f"idle-{exporter}-{part}{below:g}", f"({utilisation(step, namespaces)} < {below:g})",
+                       SOURCES[exporter]) for part, utilisation in IDLE_PARTS[exporter])
+
+
+def memory_tiles(exporter: str, step: str, tile: str, by_namespace: Mapping[str, Iterable[str]]
+                 ) -> tuple[Query, Query, Query]:
+    """Per memory series of the namespaces and tile of steps (`tile`: a subquery range, a tile less half a step,
+    evaluated at each tile's end: gpustack/report/observe.py `_memory`), in how many steps it has a value and the
+    least and the most of those values: a tile whose least value is its most holds that value in each of its
+    steps, so its samples are counted exactly without being sent one by one. Three functions over a subquery:
+    Prometheus evaluates them series by series, where `count_values` per step would build a series per value and
+    step. The tiles whose values vary are asked for with `memory_samples`. (`min_over_time` and
+    `max_over_time` pass over NaN samples, prometheus/prometheus promql/functions.go `funcMinOverTime`, so a
+    tile's NaN would count at its value; neither exporter sends NaN for memory in use, a number of MiB or
+    bytes.)"""
+    per_step = MEMORY[exporter](step, _namespaces(by_namespace))
+    return (Query(f"memory-{exporter}-count", f"count_over_time(({per_step})[{tile}:{step}])", SOURCES[exporter]),
+            Query(f"memory-{exporter}-min", f"min_over_time(({per_step})[{tile}:{step}])", SOURCES[exporter]),
+            Query(f"memory-{exporter}-max", f"max_over_time(({per_step})[{tile}:{step}])", SOURCES[exporter]))
 
 
 def memory_samples(exporter: str, step: str, by_namespace: Mapping[str, Iterable[str]], pods: Iterable[str]) -> Query:
-    """Per memory series of `pods`, those labelled in only part of a chunk (created or deleted in it), its value
-    at every step: the report gives each step's sample to the workload whose kube_pod_labels has the pod in
-    that step (gpustack/report/join.py), where Prometheus would join the two at every step."""
+    """Per memory series of `pods`, those labelled in only part of a chunk (created or deleted in it) or with a
+    tile whose values vary (`memory_tiles`), its value at every step: the report gives each step's sample to the
+    workload whose kube_pod_labels has the pod in that step (gpustack/report/join.py), where Prometheus would
+    join the two at every step."""
     return Query(f"memory-{exporter}-steps", MEMORY[exporter](step, _namespaces(by_namespace) + _only("pod", pods)),
                  SOURCES[exporter])

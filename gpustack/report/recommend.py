@@ -15,8 +15,12 @@ Candidates per workload:
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
+import multiprocessing
+import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 
 from gpustack.errors import SpecError
@@ -69,19 +73,20 @@ def price(spec: Spec, text: str, base: Plan, target: str, measured: Sequence[Wor
     before = base.target(target).cost.planned_monthly_usd
     written = SpecText(text, spec.source)
     found = []
-    for report in measured:
-        for candidate in candidates(spec, spec.workload(report.name), report, floor_quantile):
-            cost = _planned(planner, written.apply(candidate.edits), target)
-            # A lower floor the planner prices at no saving still shrinks the commitment to buy, and the planner
-            # cannot price `idle:` (when a workload idles is not known in advance): both kept at no saving.
-            least = -0.005 if candidate.field in ("replicas.min", "idle") else 0.005
-            if cost is None or before - cost <= least:
-                continue
-            others = [t.name for t in spec.targets if t.name != target and candidate.workload in t.workloads]
-            if others:  # workloads are the spec's, not the target's: the change reaches every target running it
-                candidate = dataclasses.replace(candidate, reason=f"{candidate.reason}; it also changes the "
-                                                f"workload on {', '.join(others)} (see gpustack diff)")
-            found.append((candidate, before - cost))
+    listed = [candidate for report in measured
+              for candidate in candidates(spec, spec.workload(report.name), report, floor_quantile)]
+    costs = plan_costs(planner, [written.apply(candidate.edits) for candidate in listed], target)
+    for candidate, cost in zip(listed, costs, strict=True):
+        # A lower floor the planner prices at no saving still shrinks the commitment to buy, and the planner
+        # cannot price `idle:` (when a workload idles is not known in advance): both kept at no saving.
+        least = -0.005 if candidate.field in ("replicas.min", "idle") else 0.005
+        if cost is None or before - cost <= least:
+            continue
+        others = [t.name for t in spec.targets if t.name != target and candidate.workload in t.workloads]
+        if others:  # workloads are the spec's, not the target's: the change reaches every target running it
+            candidate = dataclasses.replace(candidate, reason=f"{candidate.reason}; it also changes the "
+                                            f"workload on {', '.join(others)} (see gpustack diff)")
+        found.append((candidate, before - cost))
     found.sort(key=lambda pair: (pair[0].workload, pair[0].field))
     edits = merged(e for candidate, _ in found for e in candidate.edits)
     recommended = _planned(planner, written.apply(edits), target) if edits else before
@@ -105,6 +110,33 @@ def merged(edits: Iterable[Edit]) -> tuple[Edit, ...]:
             edit = dataclasses.replace(edit, value=min(same.value, edit.value))
         out[edit.path] = edit
     return tuple(out.values())
+
+
+# Plans priced side by side once there are this many: each is tens of milliseconds of a big spec's planning.
+PARALLEL_PLANS = 8
+_PLANNING: tuple[Planner, str] | None = None  # what the forked workers plan with (inherited, not pickled)
+
+
+def plan_costs(planner: Planner, texts: Sequence[str], target: str) -> list[float | None]:
+    """The target's planned monthly cost of each spec text (None: not a valid spec), in that order. On Linux
+    with more than one CPU, many texts are planned in two forked processes (the planner and the texts as they
+    are in this one; only the costs come back), so the report's last step uses the cores the server no longer
+    needs; each cost is the same planner's for the same text either way."""
+    global _PLANNING
+    if len(texts) < PARALLEL_PLANS or sys.platform != "linux" or (os.cpu_count() or 1) < 2:
+        return [_planned(planner, text, target) for text in texts]
+    _PLANNING = (planner, target)
+    try:
+        context = multiprocessing.get_context("fork")
+        with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
+            return list(pool.map(_planned_here, texts, chunksize=max(1, len(texts) // 8)))
+    finally:
+        _PLANNING = None
+
+
+def _planned_here(text: str) -> float | None:
+    assert _PLANNING is not None
+    return _planned(_PLANNING[0], text, _PLANNING[1])
 
 
 def _planned(planner: Planner, text: str, target: str) -> float | None:
