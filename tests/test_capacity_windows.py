@@ -164,6 +164,18 @@ def test_the_table_shows_a_windowed_ladder_and_its_worst_case():
     assert "pretrain: block $14,000 up front -> on-demand $80,358; worst case $94,358/month" in text
 
 
+def test_the_fallbacks_runs_cell_names_the_rung_it_backs():
+    from gpustack.output.markdown import render_markdown
+    from gpustack.output.table import render_table
+
+    block = plan_of(spec([PRETRAIN], aws()))
+    assert "when capacity-block is short" in render_table(block, wide=True)
+    assert "when capacity-block is short" in render_markdown(block)
+    assert "when spot is" not in render_table(block, wide=True)
+    flex = plan_of(spec([TUNE], gcp()))
+    assert "when flex-start is short" in render_table(flex, wide=True)
+
+
 def test_a_default_checkpointed_job_gets_a_ladder_too():
     tune = {"name": "tune", "kind": "fine-tuning", "gpu": "H100", "gpus": 8, "checkpointing": True}
     [target] = plan_of(spec([tune], aws())).targets

@@ -129,10 +129,16 @@ def mark_pools(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[Pool, .
 _RUNG_WORDS = {"spot": "spot", "block": "capacity-block", "flex": "flex-start"}
 
 
-def _rung_word(capacities: Sequence[str]) -> str:
+def rung_word(capacities: Sequence[str]) -> str:
     """The first rung's name in a note: "spot", "capacity-block", "flex-start", or several joined by "/"."""
     words = sorted({_RUNG_WORDS[c] for c in capacities}) or ["spot"]
     return "/".join(words)
+
+
+def backed_rungs(target_pools: Sequence[Pool], groups: Sequence[FallbackGroup]) -> dict[str, str]:
+    """Fallback pool name -> the name of the rung it backs (`rung_word`), for what people read."""
+    capacity_of = {p.name: p.capacity for p in target_pools}
+    return {name: rung_word([capacity_of[n] for n in g.spot if n in capacity_of]) for g in groups for name in g.fallback}
 
 
 def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], list[str]]:
@@ -144,7 +150,7 @@ def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], l
     found: list[str] = []
     warnings: list[str] = []
     for group in fallback_groups(pools):
-        rung = _rung_word([capacity_of[n] for n in group.spot])
+        rung = rung_word([capacity_of[n] for n in group.spot])
         spot, fallback = (", ".join(cloud_names[n] for n in names) for names in (group.spot, group.fallback))
         which = f"Fallback pool(s) {fallback} back {rung} pool(s) {spot or '(none)'}"
         if mechanism is None:
