@@ -43,10 +43,10 @@ def _index(moment: float, window: Window, first: int, last: int, query: Query) -
 def _indexes(moments: Sequence[float], window: Window, first: int, last: int, query: Query) -> list[int]:
     """`_index` of each moment, as one pass over the list and one check of them all."""
     start, step = window.start, window.step
-    if set(map(type, moments)) == {int}:  # whole seconds, as Prometheus sends step ends: exact, in C
+    if all(type(moment) is int for moment in moments):  # whole seconds, as Prometheus sends step ends: exact
         seconds = cast("list[int]", moments)
-        aligned = set(map(step.__rmod__, seconds)) <= {start % step}
-        indexes = list(map((-1).__add__, map(step.__rfloordiv__, map((-start).__add__, seconds))))
+        indexes = [(second - start) // step - 1 for second in seconds]
+        aligned = all((second - start) % step == 0 for second in seconds)
     else:
         indexes = [round((moment - start) / step) - 1 for moment in moments]
         aligned = not any(abs(moment - start - (index + 1) * step) > 1e-3

@@ -200,22 +200,7 @@ def _memory(source: Source, window: Window, via: str, mine: dict[str, list[str]]
         counted, lows, highs = (fetch.tile_values(source, fold, window, first, last, tile) for fold in
                                 queries.memory_tiles(via, step, f"{tile * window.step - window.step // 2}s", mine))
         pods = named()
-        partly: set[join.Key] = set()
-        varying: dict[join.Identity, tuple[join.Key, set[int]]] = {}  # series -> (its workload, tiles)
-        for identity, counts in counted.items():
-            labels = dict(identity)
-            name = (labels.get("namespace", ""), labels.get("pod", ""))
-            owner = pods.sole_workload(name, first, last)
-            if owner is None:
-                if pods.named_in(name, first, last):
-                    partly.add(name)
-                continue
-            low, high = lows.get(identity, {}), highs.get(identity, {})
-            for k, n in counts.items():
-                if k in low and low[k] == high.get(k):
-                    out.setdefault((name[0], owner), Counter())[low[k]] += int(n)
-                else:
-                    varying.setdefault(identity, ((name[0], owner), set()))[1].add(k)
+        partly, varying = _count_even_tiles(counted, lows, highs, pods, first, last, out)
         asked = sorted({pod for _, pod in partly} | {dict(i).get("pod", "") for i in varying})
         if not asked:
             continue
@@ -240,6 +225,34 @@ def _memory(source: Source, window: Window, via: str, mine: dict[str, list[str]]
         assert query is not None  # samples were sent, so asked for
         out.setdefault(key, Counter()).update(fetch.numbers(texts_sent, query))
     return out
+
+
+_Tiles: TypeAlias = "dict[join.Identity, dict[int, float]]"  # per series, a number per tile of the chunk
+
+
+def _count_even_tiles(counted: _Tiles, lows: _Tiles, highs: _Tiles, pods: join.Pods, first: int, last: int,
+                      out: dict[join.Key, Counter[float]]
+                      ) -> tuple[set[join.Key], dict[join.Identity, tuple[join.Key, set[int]]]]:
+    """Adds to `out` the steps of every tile whose least value is its most, of a pod labelled with one workload in
+    the whole chunk; returns the (namespace, pod) of the pods labelled in only part of it, and per series of the
+    others its workload and the tiles whose values vary: both asked for their samples."""
+    partly: set[join.Key] = set()
+    varying: dict[join.Identity, tuple[join.Key, set[int]]] = {}
+    for identity, counts in counted.items():
+        labels = dict(identity)
+        name = (labels.get("namespace", ""), labels.get("pod", ""))
+        owner = pods.sole_workload(name, first, last)
+        if owner is None:
+            if pods.named_in(name, first, last):
+                partly.add(name)
+            continue
+        low, high = lows.get(identity, {}), highs.get(identity, {})
+        for k, n in counts.items():
+            if k in low and low[k] == high.get(k):
+                out.setdefault((name[0], owner), Counter())[low[k]] += int(n)
+            else:
+                varying.setdefault(identity, ((name[0], owner), set()))[1].add(k)
+    return partly, varying
 
 
 def _below(workload: Workload) -> float:
