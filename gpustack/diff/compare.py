@@ -70,7 +70,7 @@ def pool_fields(target: TargetPlan, pool: Pool) -> dict[str, str]:
         "schedule": f"{window.days} {window.hours} {window.timezone}" if window else "",
         "nodes": nodes(pool),
         "GPUs": str(pool.gpus.provisioned),
-        "runs": schedule(pool, target),
+        "runs": schedule(pool),
         "price": f"${pool.price.usd_per_node_hour:,.4f}/node-hour",
         "workloads": ", ".join(pool.workloads),
         "labels": ", ".join(f"{k}={v}" for k, v in pool.labels),

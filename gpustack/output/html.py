@@ -79,7 +79,7 @@ def _pools(t: TargetPlan) -> list[ET.Element]:
         return [el("p", {}, "No pools.")]
     chart = svg.bars(f"{t.name}: monthly cost per pool", [(p.name, p.monthly_cost_usd) for p in t.pools])
     rows = [(p.name, p.kind, p.capacity + (" (fallback)" if p.role == "fallback" else ""), p.instance_type,
-             nodes(p), str(p.gpus.provisioned), sharing(p), schedule(p, t), cents(p.monthly_cost_usd)) for p in t.pools]
+             nodes(p), str(p.gpus.provisioned), sharing(p), schedule(p), cents(p.monthly_cost_usd)) for p in t.pools]
     why = el("ul", {}, *(el("li", {}, el("code", {}, p.name), f": {p.reason}. Price: {p.price.source}, "
                                  f"${p.price.usd_per_node_hour:,.4f} per node-hour.", *(f" {n}" for n in p.notes))
                          for p in t.pools))

@@ -81,7 +81,7 @@ def _pools_table(t: TargetPlan, cloud: str) -> str:
     for p in t.pools:
         capacity = p.capacity + (" (fallback)" if p.role == "fallback" else "")
         rows.append((code(p.name), *([code(p.cloud_name)] if renamed else []), p.kind, capacity,
-                     code(p.instance_type), nodes(p), str(p.gpus.provisioned), sharing(p), schedule(p, t),
+                     code(p.instance_type), nodes(p), str(p.gpus.provisioned), sharing(p), schedule(p),
                      usd(p.monthly_cost_usd)))
     align = "l" * (len(header) - 5) + "rrllr"
     return table(header, align, rows) if rows else "No pools."

@@ -16,7 +16,7 @@ from gpustack.clouds import CLOUDS
 from gpustack.output.costwords import (
     BASELINE, commitment_status, discount_status, range_words, recommendation, usd, used_hours_saving,
 )
-from gpustack.plan.fallback import backed_rungs
+from gpustack.plan.fallback import rung_word
 from gpustack.plan.model import Plan, Pool, TargetPlan
 from gpustack.plan.pools import is_solver_note
 
@@ -64,9 +64,9 @@ def capacity(pool: Pool, short: bool = True) -> str:
     return pool.capacity
 
 
-def schedule(pool: Pool, target: TargetPlan) -> str:
+def schedule(pool: Pool) -> str:
     if pool.role == "fallback":
-        return f"when {backed_rungs(target.pools, target.fallback_groups).get(pool.name, 'spot')} is short"
+        return f"when {rung_word(pool.backs)} is short"
     if pool.schedule is None:
         return "always" if pool.hours_per_month >= 730 else f"{pool.hours_per_month:.0f} h/month"
     w = pool.schedule
@@ -135,7 +135,7 @@ def _wide_rows(target: TargetPlan, display_name: str) -> list[str]:
     header = ("POOL", f"NAME ON {display_name}", "KIND", "CAPACITY", "INSTANCE", "NODES", "GPUS", "SHARING", "RUNS",
               "$/MONTH")
     rows = [header] + [(p.name, p.cloud_name, p.kind, capacity(p, short=False), p.instance_type, nodes(p),
-                        str(p.gpus.provisioned), sharing(p), schedule(p, target), usd(p.monthly_cost_usd))
+                        str(p.gpus.provisioned), sharing(p), schedule(p), usd(p.monthly_cost_usd))
                        for p in target.pools]
     return ["  " + line for line in _aligned(rows, right=(5, 6, 9))]
 

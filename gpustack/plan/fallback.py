@@ -102,10 +102,18 @@ def pool_classes(pools: Sequence[Pool]) -> tuple[tuple[str, tuple[str, ...]], ..
     return tuple(sorted(classes))
 
 
+def _with_backs(pools: Sequence[Pool]) -> list[Pool]:
+    """The pools, each fallback pool with the capacities of the pools its group grows first (`Pool.backs`)."""
+    capacity_of = {p.name: p.capacity for p in pools}
+    backs = {name: tuple(sorted({capacity_of[n] for n in g.spot})) for g in fallback_groups(pools) for name in g.fallback}
+    return [dataclasses.replace(p, backs=backs[p.name]) if p.name in backs else p for p in pools]
+
+
 def mark_pools(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[Pool, ...]:
     """Where the cloud ties pools to a class by node label and taint (GKE ComputeClass), the pools of
     each fallback group (CLASS_PRIORITIES: every pool, `pool_classes`) carry `<marker>=<class name>` as
-    both; elsewhere the pools are unchanged."""
+    both; every fallback pool carries what it backs (`Pool.backs`)."""
+    pools = _with_backs(pools)
     mechanism = provisioner.fallback_mechanism
     if (mechanism is None or mechanism.kind not in (COMPUTE_CLASS, CLASS_PRIORITIES)
             or mechanism.pool_marker is None):
@@ -133,12 +141,6 @@ def rung_word(capacities: Sequence[str]) -> str:
     """The first rung's name in a note: "spot", "capacity-block", "flex-start", or several joined by "/"."""
     words = sorted({_RUNG_WORDS[c] for c in capacities}) or ["spot"]
     return "/".join(words)
-
-
-def backed_rungs(target_pools: Sequence[Pool], groups: Sequence[FallbackGroup]) -> dict[str, str]:
-    """Fallback pool name -> the name of the rung it backs (`rung_word`), for what people read."""
-    capacity_of = {p.name: p.capacity for p in target_pools}
-    return {name: rung_word([capacity_of[n] for n in g.spot if n in capacity_of]) for g in groups for name in g.fallback}
 
 
 def notes(pools: Sequence[Pool], provisioner: Provisioner) -> tuple[list[str], list[str]]:

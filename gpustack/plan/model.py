@@ -282,6 +282,8 @@ class Pool:
     # A training or fine-tuning pool whose every workload resumes from checkpoints (the value of its
     # gpustack.dev/checkpointing node label): a disruption policy may move its work.
     checkpointed: bool = False
+    # A fallback pool: the capacities of the pools it backs (spot, block, flex; `gpustack.plan.fallback`).
+    backs: tuple[str, ...] = ()
     block: BlockPlan | None = None  # capacity: block
     flex: FlexPlan | None = None  # capacity: flex
 
