@@ -63,7 +63,7 @@ def test_a_dra_targets_rendered_files_and_workload_patches_match_golden():
     plan = dra_plan("aws", [TRAIN, CHAT, NOTEBOOKS])
     [target] = plan.targets
     assert_golden_folder("render/aws-dra", render_files(in_cluster(plan, target)))
-    assert_golden_folder("workloads/aws-dra", workload_files(target, wirings(target)))
+    assert_golden_folder("workloads/aws-dra", workload_files(target.name, wirings(target)))
 
 
 def test_device_plugin_is_the_default_and_the_plan_says_so():
@@ -346,6 +346,26 @@ def test_workload_patches_name_the_claim_and_ask_for_no_extended_resource():
         assert not any(k.startswith("nvidia.com/") for k in container["resources"].get("limits", {}))
         key = "resourceClaimName" if wiring.workload == "notebooks" else "resourceClaimTemplateName"
         assert entry[key] == f"{wiring.workload}-gpu"
+
+
+def test_kubectl_kustomize_applies_the_dra_patches_as_the_merge_does_and_the_result_validates(tmp_path):
+    from kubectl_tool import kustomize
+
+    plan = dra_plan("aws", [TRAIN, CHAT, NOTEBOOKS])
+    [target] = plan.targets
+    wired = wirings(target)
+    component = tmp_path / "gpu"
+    for relative, text in workload_files(target.name, wired).items():
+        (component / relative).parent.mkdir(parents=True, exist_ok=True)
+        (component / relative).write_text(text)
+    plain = [plain_object(w.kind, w.workload, w.namespace) for w in wired]
+    built = {(o["kind"], o["metadata"]["name"]): o for o in kustomize(tmp_path / "overlay", plain, [component])}
+    for w, original in zip(wired, plain, strict=True):
+        obj = built[(w.kind, w.workload)]
+        assert obj == merge(original, patch(w))
+        kubernetes_validate.validate(obj, claim_render.KUBERNETES_VERSION, strict=True)
+        [entry] = pod_spec(obj)["resourceClaims"]
+        assert pod_spec(obj)["containers"][0]["resources"]["claims"] == [{"name": entry["name"]}]
 
 
 def _documents(tmp_path: Path, text: str) -> list[Any]:
