@@ -33,3 +33,11 @@ def kustomize(overlay: Path, resources: list[dict], components: list[Path]) -> l
     built = subprocess.run([kubectl(), "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
     return list(yaml.safe_load_all(built.stdout))
+
+
+def write_component(folder: Path, files: dict[str, str]) -> Path:
+    """`gpustack render --workloads`'s files (relative path -> text) written under `folder`: a kustomize Component."""
+    for relative, text in files.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    return folder

@@ -349,15 +349,12 @@ def test_workload_patches_name_the_claim_and_ask_for_no_extended_resource():
 
 
 def test_kubectl_kustomize_applies_the_dra_patches_as_the_merge_does_and_the_result_validates(tmp_path):
-    from kubectl_tool import kustomize
+    from kubectl_tool import kustomize, write_component
 
     plan = dra_plan("aws", [TRAIN, CHAT, NOTEBOOKS])
     [target] = plan.targets
     wired = wirings(target)
-    component = tmp_path / "gpu"
-    for relative, text in workload_files(target.name, wired).items():
-        (component / relative).parent.mkdir(parents=True, exist_ok=True)
-        (component / relative).write_text(text)
+    component = write_component(tmp_path / "gpu", workload_files(target.name, wired))
     plain = [plain_object(w.kind, w.workload, w.namespace) for w in wired]
     built = {(o["kind"], o["metadata"]["name"]): o for o in kustomize(tmp_path / "overlay", plain, [component])}
     for w, original in zip(wired, plain, strict=True):

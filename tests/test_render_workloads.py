@@ -15,7 +15,7 @@ from gpustack.render import KUBERNETES_VERSION
 from gpustack.render.files import MARKER, workload_files
 from gpustack.render.workloads import FIRST, THEN, patch, wirings
 from gpustack.spec import load_spec
-from kubectl_tool import kustomize
+from kubectl_tool import kustomize, write_component
 from strategic_merge import merge, plain_object, pod_labels, pod_spec
 
 EXAMPLE_PLAN = build_plan(load_spec(EXAMPLE))
@@ -130,10 +130,7 @@ def test_kustomize_builds_the_same_objects_as_the_merge(tmp_path):
     """kubectl's kustomize applies the rendered Component to plain objects as tests/strategic_merge.py does."""
     target = EXAMPLE_PLAN.target("azure-prod")
     wired = wirings(target)
-    component = tmp_path / "gpu"
-    for relative, text in workload_files(target.name, wired).items():
-        (component / relative).parent.mkdir(parents=True, exist_ok=True)
-        (component / relative).write_text(text)
+    component = write_component(tmp_path / "gpu", workload_files(target.name, wired))
     plain = [plain_object(w.kind, w.workload, w.namespace) for w in wired]
     built = kustomize(tmp_path / "overlay", plain, [component])
     by_name = {(o["kind"], o["metadata"]["name"]): o for o in built}
